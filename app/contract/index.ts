@@ -1,0 +1,135 @@
+/**
+ * The one contract between the UI and the core. Every call is `'domain:verb' → { req, res }` and every
+ * stream is `'domain:event' → payload`, each with a zod schema. Both transports (Electron IPC and the
+ * browser-mode WebSocket) carry exactly these; the core validates every incoming payload.
+ * No Node imports here: the renderer imports this file.
+ */
+import { z } from 'zod';
+import { RunManifestSchema, SampleRecordSchema, TrajectorySchema, TurnSchema, ToolCallRecordSchema, MediaRefSchema } from './trajectory';
+
+export * from './trajectory';
+
+/** State of the inference engine as the status bar shows it. */
+export const EngineStateSchema = z.object({
+  /** idle = nothing loaded; loading; ready = a model is loaded; busy = generating; error. */
+  status: z.enum(['idle', 'loading', 'ready', 'busy', 'error']),
+  model: z.string().nullable(),
+  /** The device that actually runs the model (after any fallback). */
+  device: z.string().nullable(),
+  message: z.string().optional(),
+});
+export type EngineState = z.infer<typeof EngineStateSchema>;
+
+export const ThemeSchema = z.enum(['light', 'dark', 'system']);
+export type Theme = z.infer<typeof ThemeSchema>;
+
+export const SettingsSchema = z.object({
+  theme: ThemeSchema.default('system'),
+  annotator: z.string().default(''),
+});
+export type Settings = z.infer<typeof SettingsSchema>;
+
+export const AppInfoSchema = z.object({
+  name: z.string(),
+  version: z.string(),
+  workspace: z.string(),
+  /** Which door the UI came through. */
+  transport: z.enum(['electron', 'browser']),
+  platform: z.string(),
+  node: z.string(),
+  engine: EngineStateSchema,
+});
+export type AppInfo = z.infer<typeof AppInfoSchema>;
+
+export const RunSummarySchema = z.object({
+  id: z.string(),
+  manifest: RunManifestSchema,
+  samples: z.number().int().nonnegative(),
+  correct: z.number().int().nonnegative(),
+  /** Lines that could not be read (e.g. a torn last line after a crash). */
+  unreadable: z.number().int().nonnegative(),
+});
+export type RunSummary = z.infer<typeof RunSummarySchema>;
+
+const Empty = z.object({}).strict();
+
+/** Every request/response pair. */
+export const calls = {
+  'app:info': { req: Empty, res: AppInfoSchema },
+  'settings:get': { req: Empty, res: SettingsSchema },
+  'settings:set': { req: SettingsSchema.partial().strict(), res: SettingsSchema },
+  'engine:state': { req: Empty, res: EngineStateSchema },
+  'runs:list': { req: Empty, res: z.array(RunSummarySchema) },
+  'runs:samples': {
+    req: z.object({ runId: z.string().min(1), offset: z.number().int().nonnegative().default(0), limit: z.number().int().positive().max(100_000).default(1000) }).strict(),
+    res: z.object({ total: z.number().int(), samples: z.array(SampleRecordSchema) }),
+  },
+} as const;
+
+/** Every server-pushed stream. */
+export const events = {
+  'engine:state': EngineStateSchema,
+  'settings:changed': SettingsSchema,
+  'runs:changed': z.object({ runId: z.string() }),
+  'demo:turn': z.object({ runId: z.string(), turn: TurnSchema }),
+  'demo:call': z.object({ runId: z.string(), turnIndex: z.number().int(), call: ToolCallRecordSchema }),
+  'demo:done': z.object({ runId: z.string(), trajectory: TrajectorySchema }),
+  'demo:media': z.object({ runId: z.string(), media: MediaRefSchema }),
+} as const;
+
+export type Calls = typeof calls;
+export type Events = typeof events;
+export type CallName = keyof Calls;
+export type EventName = keyof Events;
+export type CallReq<C extends CallName> = z.input<Calls[C]['req']>;
+export type CallRes<C extends CallName> = z.output<Calls[C]['res']>;
+export type EventPayload<E extends EventName> = z.output<Events[E]>;
+
+/** An error as it crosses the contract: users can act on it. */
+export const ContractErrorSchema = z.object({
+  code: z.enum(['invalid_payload', 'unknown_method', 'handler_error', 'transport_error', 'unauthorized']),
+  message: z.string(),
+  /** For invalid payloads: each problem with the field path. */
+  issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+});
+export type ContractError = z.infer<typeof ContractErrorSchema>;
+
+/** What a renderer gets, whichever transport carries it. */
+export interface LoupeClient {
+  call<C extends CallName>(method: C, req: CallReq<C>): Promise<CallRes<C>>;
+  /** Subscribe to an event stream; returns a disposer. */
+  on<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void): () => void;
+  /** Absolute URL of a workspace media file (loupe-media:// in Electron, /media/ in browser mode). */
+  mediaUrl(mediaId: string): string;
+  readonly transport: 'electron' | 'browser';
+}
+
+/** The raw bridge the Electron preload exposes as `window.loupe` (exactly this, nothing else). */
+export interface LoupeBridge {
+  invoke(method: string, payload: unknown): Promise<{ ok: true; result: unknown } | { ok: false; error: ContractError }>;
+  subscribe(listener: (event: string, payload: unknown) => void): () => void;
+}
+
+/** Thrown on the client side when a call fails. */
+export class LoupeCallError extends Error {
+  readonly code: ContractError['code'];
+  readonly issues: ContractError['issues'];
+  constructor(err: ContractError) {
+    super(err.message);
+    this.name = 'LoupeCallError';
+    this.code = err.code;
+    this.issues = err.issues;
+  }
+}
+
+/** Format zod issues as `field: problem` entries. */
+export function describeIssues(issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): Array<{ path: string; message: string }> {
+  return issues.map((i) => ({ path: i.path.length ? i.path.map(String).join('.') : '(root)', message: i.message }));
+}
+
+/** Wire format of the WebSocket transport. */
+export type WireMessage =
+  | { type: 'call'; id: number; method: string; payload: unknown }
+  | { type: 'result'; id: number; ok: true; result: unknown }
+  | { type: 'result'; id: number; ok: false; error: ContractError }
+  | { type: 'event'; event: string; payload: unknown };

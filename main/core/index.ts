@@ -1,0 +1,95 @@
+/**
+ * The composition root: the one place that wires workspace, engines, image ops and runners into the
+ * contract's handlers. Every door (Electron IPC, the browser-mode server, tests) carries messages here.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import fs from 'node:fs';
+import { EventEmitter } from 'node:events';
+import { APP_VERSION } from '../../app/version';
+import { dispatch, type Handlers, type Reply } from '../../app/contract/dispatch';
+import { SettingsSchema, events, type EngineState, type EventName, type EventPayload, type Settings } from '../../app/contract';
+import { defaultWorkspaceDir } from './paths';
+
+export interface CoreOptions {
+  workspace?: string;
+  transport: 'electron' | 'browser';
+}
+
+export type EventListener = (event: EventName, payload: unknown) => void;
+
+export interface Core {
+  readonly workspace: string;
+  dispatch(method: unknown, payload: unknown): Promise<Reply>;
+  onEvent(listener: EventListener): () => void;
+  emit<E extends EventName>(event: E, payload: EventPayload<E>): void;
+  mediaPath(mediaId: string): string | null;
+  dispose(): Promise<void>;
+}
+
+export async function createCore(opts: CoreOptions): Promise<Core> {
+  const workspace = path.resolve(opts.workspace ?? defaultWorkspaceDir());
+  await fs.promises.mkdir(path.join(workspace, 'media'), { recursive: true });
+  await fs.promises.mkdir(path.join(workspace, 'runs'), { recursive: true });
+  const bus = new EventEmitter();
+  const settingsFile = path.join(workspace, 'settings.json');
+
+  let engineState: EngineState = { status: 'idle', model: null, device: null };
+
+  const readSettings = async (): Promise<Settings> => {
+    try {
+      return SettingsSchema.parse(JSON.parse(await fs.promises.readFile(settingsFile, 'utf8')));
+    } catch {
+      return SettingsSchema.parse({});
+    }
+  };
+
+  const emit = <E extends EventName>(event: E, payload: EventPayload<E>): void => {
+    // Validate what we push too: a malformed event is a bug on our side, caught here rather than in the UI.
+    const checked = events[event].parse(payload);
+    bus.emit('event', event, checked);
+  };
+
+  const handlers: Handlers = {
+    'app:info': () => ({
+      name: 'Loupe',
+      version: APP_VERSION,
+      workspace,
+      transport: opts.transport,
+      platform: `${os.platform()}-${os.arch()}`,
+      node: process.versions.node,
+      engine: engineState,
+    }),
+    'settings:get': () => readSettings(),
+    'settings:set': async (patch) => {
+      const next = SettingsSchema.parse({ ...(await readSettings()), ...patch });
+      const tmp = `${settingsFile}.tmp`;
+      await fs.promises.writeFile(tmp, JSON.stringify(next, null, 2));
+      await fs.promises.rename(tmp, settingsFile);
+      emit('settings:changed', next);
+      return next;
+    },
+    'engine:state': () => engineState,
+    'runs:list': () => [],
+    'runs:samples': () => ({ total: 0, samples: [] }),
+  };
+
+  return {
+    workspace,
+    dispatch: (method, payload) => dispatch(handlers, method, payload),
+    onEvent(listener) {
+      bus.on('event', listener);
+      return () => bus.off('event', listener);
+    },
+    emit,
+    mediaPath(mediaId) {
+      // Media ids are `<sha256>.<ext>`; anything else never reaches the disk.
+      if (!/^[a-f0-9]{64}\.(png|jpe?g|webp|gif)$/.test(mediaId)) return null;
+      return path.join(workspace, 'media', mediaId);
+    },
+    async dispose() {
+      bus.removeAllListeners();
+      engineState = { status: 'idle', model: null, device: null };
+    },
+  };
+}

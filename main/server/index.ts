@@ -1,0 +1,190 @@
+/**
+ * Browser mode: serves the built renderer, workspace media under /media/, and the contract over a
+ * WebSocket at /ws. Binds 127.0.0.1 unless the user chooses a host; every data path needs the token.
+ */
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Core } from '../core';
+import type { WireMessage } from '../../app/contract';
+import { checkAccess, newToken, type AccessPolicy } from './security';
+
+export interface ServerOptions {
+  core: Core;
+  host?: string;
+  port?: number;
+  /** Folder with the built renderer (index.html + assets). */
+  rendererDir: string;
+  token?: string;
+}
+
+export interface RunningServer {
+  url: string;
+  /** The URL with the token, to open in a browser. */
+  openUrl: string;
+  token: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const MIME: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.webp': 'image/webp',
+  '.gif': 'image/gif',
+  '.json': 'application/json',
+  '.woff2': 'font/woff2',
+  '.ico': 'image/x-icon',
+};
+
+const CSP = "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+
+function cookieToken(header: string | undefined): string | null {
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const [k, v] = part.trim().split('=');
+    if (k === 'loupe_token' && v) return decodeURIComponent(v);
+  }
+  return null;
+}
+
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const allowRemote = opts.host !== undefined && opts.host !== '127.0.0.1' && opts.host !== 'localhost' && opts.host !== '::1';
+  const token = opts.token ?? newToken();
+  const policy: AccessPolicy = { token, allowedOrigins: new Set(), allowedHosts: new Set(), allowRemote };
+  const sockets = new Set<WebSocket>();
+
+  const server = http.createServer((req, res) => {
+    void handleHttp(req, res).catch((err: unknown) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end(`internal error: ${err instanceof Error ? err.message : String(err)}`);
+    });
+  });
+
+  const verdictFor = (req: http.IncomingMessage, url: URL) =>
+    checkAccess(policy, {
+      remoteAddress: req.socket.remoteAddress,
+      host: req.headers.host,
+      origin: req.headers.origin,
+      token: url.searchParams.get('token') ?? cookieToken(req.headers.cookie),
+    });
+
+  async function handleHttp(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const baseHeaders = { 'content-security-policy': CSP, 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, baseHeaders).end();
+      return;
+    }
+    if (url.pathname.startsWith('/media/')) {
+      const verdict = verdictFor(req, url);
+      if (!verdict.ok) {
+        res.writeHead(verdict.status, { ...baseHeaders, 'content-type': 'text/plain' }).end(verdict.reason);
+        return;
+      }
+      const file = opts.core.mediaPath(decodeURIComponent(url.pathname.slice('/media/'.length)));
+      if (!file || !fs.existsSync(file)) {
+        res.writeHead(404, baseHeaders).end('no such media');
+        return;
+      }
+      res.writeHead(200, { ...baseHeaders, 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'private, max-age=31536000, immutable' });
+      fs.createReadStream(file).pipe(res);
+      return;
+    }
+    // Static renderer files carry no data; still apply the loopback/Host rules.
+    const verdict = verdictFor(req, url);
+    if (!verdict.ok && verdict.status === 403) {
+      res.writeHead(403, { ...baseHeaders, 'content-type': 'text/plain' }).end(verdict.reason);
+      return;
+    }
+    const rel = path.normalize(decodeURIComponent(url.pathname)).replace(/^(\.\.[/\\])+/, '');
+    let file = path.join(opts.rendererDir, rel);
+    if (!file.startsWith(path.resolve(opts.rendererDir)) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+      file = path.join(opts.rendererDir, 'index.html');
+    }
+    if (!fs.existsSync(file)) {
+      res.writeHead(503, { ...baseHeaders, 'content-type': 'text/plain' }).end('The renderer is not built. Run `npm run build` first.');
+      return;
+    }
+    const headers: Record<string, string> = { ...baseHeaders, 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream' };
+    const given = url.searchParams.get('token');
+    if (given && verdict.ok) {
+      // Like Jupyter: the token in the URL becomes a cookie so <img src=/media/…> works.
+      headers['set-cookie'] = `loupe_token=${encodeURIComponent(given)}; HttpOnly; SameSite=Strict; Path=/`;
+    }
+    res.writeHead(200, headers);
+    fs.createReadStream(file).pipe(res);
+  }
+
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
+  server.on('upgrade', (req, socket, head) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const verdict = url.pathname === '/ws' ? verdictFor(req, url) : ({ ok: false, status: 403, reason: 'not found' } as const);
+    if (!verdict.ok) {
+      socket.write(`HTTP/1.1 ${verdict.status} ${verdict.status === 401 ? 'Unauthorized' : 'Forbidden'}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${verdict.reason}`);
+      socket.destroy();
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws));
+  });
+
+  wss.on('connection', (ws: WebSocket) => {
+    sockets.add(ws);
+    const off = opts.core.onEvent((event, payload) => {
+      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'event', event, payload } satisfies WireMessage));
+    });
+    ws.on('close', () => {
+      off();
+      sockets.delete(ws);
+    });
+    ws.on('message', (data) => {
+      let msg: unknown;
+      try {
+        msg = JSON.parse(String(data));
+      } catch {
+        ws.send(JSON.stringify({ type: 'result', id: -1, ok: false, error: { code: 'invalid_payload', message: 'message is not JSON' } } satisfies WireMessage));
+        return;
+      }
+      const m = msg as Partial<{ type: string; id: number; method: string; payload: unknown }>;
+      const id = typeof m.id === 'number' ? m.id : -1;
+      if (m.type !== 'call') {
+        ws.send(JSON.stringify({ type: 'result', id, ok: false, error: { code: 'invalid_payload', message: 'expected {type:"call", id, method, payload}' } } satisfies WireMessage));
+        return;
+      }
+      void opts.core.dispatch(m.method, m.payload).then((reply) => {
+        if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'result', id, ...reply } as WireMessage));
+      });
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  for (const h of new Set(['127.0.0.1', 'localhost', '[::1]', shownHost])) {
+    policy.allowedHosts.add(`${h}:${port}`);
+    policy.allowedOrigins.add(`http://${h}:${port}`);
+  }
+  const url = `http://${shownHost}:${port}`;
+  return {
+    url,
+    openUrl: `${url}/?token=${token}`,
+    token,
+    port,
+    async close() {
+      for (const ws of sockets) ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,51 @@
+// `npm start`: the Electron app when its binary is installed; otherwise the same app in browser mode
+// (served on 127.0.0.1, opened in the system Chromium as an app window, or printed as a URL).
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+const passthrough = process.argv.slice(2);
+
+function run(cmd, args) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', shell: process.platform === 'win32' });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
+
+function newest(dir) {
+  let t = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    t = Math.max(t, e.isDirectory() ? newest(p) : fs.statSync(p).mtimeMs);
+  }
+  return t;
+}
+
+// Build what is missing or stale, so a fresh clone starts with one command.
+const rendererIndex = path.join(root, 'dist/renderer/index.html');
+if (!fs.existsSync(rendererIndex) || newest(path.join(root, 'renderer')) > fs.statSync(rendererIndex).mtimeMs) {
+  run(process.execPath, [path.join(root, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn']);
+}
+
+let electronBinary = null;
+try {
+  // The electron package exports the binary path; it throws or points nowhere when the download was skipped.
+  const p = require('electron');
+  if (typeof p === 'string' && fs.existsSync(p)) electronBinary = p;
+} catch {
+  electronBinary = null;
+}
+
+if (electronBinary && process.env.LOUPE_BROWSER_MODE !== '1') {
+  run(process.execPath, [path.join(root, 'scripts/build-node.mjs')]);
+  const child = spawn(electronBinary, [root, ...passthrough], { stdio: 'inherit' });
+  child.on('exit', (code) => process.exit(code ?? 0));
+} else {
+  console.log('Electron is not installed here; starting Loupe in browser mode.');
+  const child = spawn(process.execPath, [path.join(root, 'bin/loupe.mjs'), 'serve', ...passthrough], { stdio: 'inherit' });
+  child.on('exit', (code) => process.exit(code ?? 0));
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+}

@@ -1,0 +1,94 @@
+/**
+ * e2e harness: starts the real app in browser mode as a child process (`loupe serve`) on a fresh
+ * workspace and drives Debian's Chromium through playwright-core. Screenshots go to test-results/.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+
+export const ROOT = path.resolve(__dirname, '..', '..');
+export const RESULTS = path.join(ROOT, 'test-results');
+export const CHROMIUM = process.env.LOUPE_CHROMIUM ?? '/usr/bin/chromium';
+
+export interface AppProcess {
+  url: string;
+  openUrl: string;
+  token: string;
+  workspace: string;
+  child: ChildProcess;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function tempWorkspace(prefix = 'loupe-e2e-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** Start `loupe serve` and wait for the URL it prints. */
+export async function startApp(workspace = tempWorkspace(), extraArgs: string[] = []): Promise<AppProcess> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/loupe.mjs'), 'serve', '--no-open', '--workspace', workspace, ...extraArgs], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, DISPLAY: '' },
+  });
+  let out = '';
+  const openUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`loupe serve did not print a URL in 60 s:\n${out}`)), 60_000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /open: (http:\/\/\S+\?token=[a-f0-9]+)/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`loupe serve exited with ${code}:\n${out}`));
+    });
+  });
+  const u = new URL(openUrl);
+  return {
+    openUrl,
+    url: `${u.protocol}//${u.host}`,
+    token: u.searchParams.get('token') ?? '',
+    workspace,
+    child,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      await new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill(signal);
+      });
+    },
+  };
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+}
+
+/** A page that records console errors and uncaught exceptions, so a test can assert there were none. */
+export async function newPage(browser: Browser, viewport = { width: 1280, height: 800 }): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage({ viewport });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+  });
+  return { page, errors };
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  fs.mkdirSync(RESULTS, { recursive: true });
+  const file = path.join(RESULTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: false });
+  return file;
+}
