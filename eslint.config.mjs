@@ -29,6 +29,10 @@ export default tseslint.config(
     { group: ['../*', '!./*'], message: 'Bad layering: app/contract imports only itself (and zod).' },
     { group: ['electron', 'react'], message: 'Bad layering: the contract is transport- and UI-free.' },
   ], NODE_BUILTINS.map((name) => ({ name, message: 'Bad layering: app/contract runs in the renderer; no Node imports.' }))),
+  layer(['app/contract/domains/**/*.ts'], [
+    { group: ['../../*'], message: 'Bad layering: app/contract imports only itself (and zod).' },
+    { group: ['electron', 'react'], message: 'Bad layering: the contract is transport- and UI-free.' },
+  ], NODE_BUILTINS.map((name) => ({ name, message: 'Bad layering: app/contract runs in the renderer; no Node imports.' }))),
   layer(['renderer/**/*.ts', 'renderer/**/*.tsx'], [
     { group: ['**/app/*', '!**/app/contract', '!**/app/contract/*'], message: 'Bad layering: the renderer talks to the core only through app/contract.' },
     { group: ['**/main/**', '**/native/**'], message: 'Bad layering: the renderer must not import main/ or native/.' },

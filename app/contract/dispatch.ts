@@ -8,6 +8,11 @@ import type { z } from 'zod';
 
 export type Handlers = { [C in CallName]: (req: z.output<Calls[C]['req']>) => Promise<CallRes<C>> | CallRes<C> };
 
+/** Handlers for one domain's call map (e.g. `DomainHandlers<typeof demoCalls>`). */
+export type DomainHandlers<M extends Record<string, { req: z.ZodType; res: z.ZodType }>> = {
+  [C in keyof M]: (req: z.output<M[C]['req']>) => Promise<z.output<M[C]['res']>> | z.output<M[C]['res']>;
+};
+
 export type Reply = { ok: true; result: unknown } | { ok: false; error: ContractError };
 
 function isCallName(method: string): method is CallName {

@@ -5,9 +5,14 @@
  * No Node imports here: the renderer imports this file.
  */
 import { z } from 'zod';
-import { RunManifestSchema, SampleRecordSchema, TrajectorySchema, TurnSchema, ToolCallRecordSchema, MediaRefSchema } from './trajectory';
+import { RunManifestSchema, SampleRecordSchema } from './trajectory';
+import { demoCalls, demoEvents } from './domains/demo';
+import { browseCalls, browseEvents } from './domains/browse';
 
 export * from './trajectory';
+export * from './domains/demo';
+export * from './domains/browse';
+import { Empty } from './common';
 
 /** State of the inference engine as the status bar shows it. */
 export const EngineStateSchema = z.object({
@@ -51,10 +56,10 @@ export const RunSummarySchema = z.object({
 });
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 
-const Empty = z.object({}).strict();
 
-/** Every request/response pair. */
-export const calls = {
+
+/** Calls of the app domain. Other domains declare theirs in `./domains/*.ts`, merged below. */
+const appCalls = {
   'app:info': { req: Empty, res: AppInfoSchema },
   'settings:get': { req: Empty, res: SettingsSchema },
   'settings:set': { req: SettingsSchema.partial().strict(), res: SettingsSchema },
@@ -66,16 +71,20 @@ export const calls = {
   },
 } as const;
 
-/** Every server-pushed stream. */
-export const events = {
+const appEvents = {
   'engine:state': EngineStateSchema,
   'settings:changed': SettingsSchema,
   'runs:changed': z.object({ runId: z.string() }),
-  'demo:turn': z.object({ runId: z.string(), turn: TurnSchema }),
-  'demo:call': z.object({ runId: z.string(), turnIndex: z.number().int(), call: ToolCallRecordSchema }),
-  'demo:done': z.object({ runId: z.string(), trajectory: TrajectorySchema }),
-  'demo:media': z.object({ runId: z.string(), media: MediaRefSchema }),
 } as const;
+
+/**
+ * Every request/response pair. The contract is one module: each domain's calls sit in one file under
+ * `domains/` (so parallel work on two pages never edits the same lines) and are merged here.
+ */
+export const calls = { ...appCalls, ...demoCalls, ...browseCalls } as const;
+
+/** Every server-pushed stream. */
+export const events = { ...appEvents, ...demoEvents, ...browseEvents } as const;
 
 export type Calls = typeof calls;
 export type Events = typeof events;

@@ -123,6 +123,8 @@ export const SampleRecordSchema = z.object({
   trajectory: TrajectorySchema.optional(),
   /** Where the record came from when imported. */
   source: z.string().optional(),
+  /** Source-specific fields an importer keeps as they were (e.g. Pixel Reasoner `curiosity`, DeepEyes `status`). */
+  extra: z.record(z.string(), z.unknown()).optional(),
 });
 export type SampleRecord = z.infer<typeof SampleRecordSchema>;
 

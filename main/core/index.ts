@@ -10,6 +10,9 @@ import { APP_VERSION } from '../../app/version';
 import { dispatch, type Handlers, type Reply } from '../../app/contract/dispatch';
 import { SettingsSchema, events, type EngineState, type EventName, type EventPayload, type Settings } from '../../app/contract';
 import { defaultWorkspaceDir } from './paths';
+import { demoHandlers } from './handlers/demo';
+import { browseHandlers } from './handlers/browse';
+import type { CoreContext } from './context';
 
 export interface CoreOptions {
   workspace?: string;
@@ -50,6 +53,17 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     bus.emit('event', event, checked);
   };
 
+  const ctx: CoreContext = {
+    workspace,
+    emit,
+    setEngineState(next) {
+      engineState = next;
+      emit('engine:state', next);
+    },
+    getEngineState: () => engineState,
+    disposers: [],
+  };
+
   const handlers: Handlers = {
     'app:info': () => ({
       name: 'Loupe',
@@ -72,6 +86,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     'engine:state': () => engineState,
     'runs:list': () => [],
     'runs:samples': () => ({ total: 0, samples: [] }),
+    ...demoHandlers(ctx),
+    ...browseHandlers(ctx),
   };
 
   return {
@@ -88,6 +104,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       return path.join(workspace, 'media', mediaId);
     },
     async dispose() {
+      for (const d of ctx.disposers.splice(0).reverse()) await d();
       bus.removeAllListeners();
       engineState = { status: 'idle', model: null, device: null };
     },
