@@ -64,13 +64,17 @@ export type ParseResult =
 /** A reference to an image for a plan: which list and which (0-based, already-resolved) index. */
 export interface ImageSelection {
   source: 'raw' | 'images' | 'videoFrame';
-  /** Index into the *combined* list the loop keeps: originals/video frames first, then prior. */
+  /**
+   * The reference's own (Python) index into its list, as the golden vectors report it: it may be
+   * negative (`target_image=0` picks `[-1]`) and, for a video, the video counts as one entry. To find
+   * the image, use `list` + `position`.
+   */
   index: number;
   size: [number, number];
   /**
-   * Where the image lives, unambiguously: which of `EpisodeState`'s lists and the non-negative position
-   * in it. `index` above is the reference's Python index (may be negative; for a video the video
-   * counts as one entry). (Additive.)
+   * Where the image lives, unambiguously (always set by the built-in dialects): which of
+   * `EpisodeState`'s lists — `'raw'` = the question image at file size, `rawSizes[position]` — and the
+   * non-negative position in it. (Additive.)
    */
   list?: 'originals' | 'prior' | 'videoFrames' | 'raw';
   position?: number;
