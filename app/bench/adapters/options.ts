@@ -1,0 +1,94 @@
+/** Option letters, option-list parsing and the seeded option shuffle. */
+import { createHash } from 'node:crypto';
+
+export const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+export function letterOf(index: number): string {
+  const l = LETTERS[index];
+  if (l === undefined) throw new Error(`option index ${index} has no letter`);
+  return l;
+}
+
+/** A 32-bit PRNG (mulberry32) seeded from sha256(`${seed}:${key}`): the same (seed, key) always gives the same order. */
+function rngFor(seed: number | string, key: string): () => number {
+  let a = createHash('sha256').update(`${seed}:${key}`).digest().readUInt32LE(0);
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * A Fisher–Yates permutation of `n` indices for question `key`: `perm[i]` is the source index shown at
+ * position i. Deterministic in (seed, key), independent of load order or limit.
+ */
+export function seededPermutation(n: number, seed: number | string, key: string): number[] {
+  const perm = Array.from({ length: n }, (_, i) => i);
+  const rnd = rngFor(seed, key);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [perm[i], perm[j]] = [perm[j]!, perm[i]!];
+  }
+  return perm;
+}
+
+/**
+ * Shuffle options whose source order puts the correct one at `correctIndex` (V* raw annotations: 0).
+ * Returns the shown options, the gold letter and the permutation to record.
+ */
+export function shuffleOptions(
+  options: string[],
+  correctIndex: number,
+  seed: number | string,
+  key: string,
+): { options: string[]; answer: string; permutation: number[] } {
+  const permutation = seededPermutation(options.length, seed, key);
+  const shown = permutation.map((i) => options[i]!);
+  return { options: shown, answer: letterOf(permutation.indexOf(correctIndex)), permutation };
+}
+
+/**
+ * Split "question\n(A) x\n(B) y\n…trailer" (V* `text`, lmms-eval style) into the question and options.
+ * Also accepts "A. x" lines. Returns null when no option lines are found.
+ */
+export function parseLetteredOptions(text: string): { question: string; options: string[]; trailer: string } | null {
+  const lines = text.split('\n');
+  const first = lines.findIndex((l) => /^\s*(?:\(A\)|A\.)\s?/.test(l));
+  if (first < 0) return parseInlineOptions(text);
+  const options: string[] = [];
+  let i = first;
+  for (; i < lines.length; i++) {
+    const m = /^\s*(?:\(([A-Z])\)|([A-Z])\.)\s?(.*)$/.exec(lines[i]!);
+    if (!m) break;
+    const letter = m[1] ?? m[2];
+    if (letter !== letterOf(options.length)) break;
+    options.push(m[3]!.trim());
+  }
+  return { question: lines.slice(0, first).join('\n').trim(), options, trailer: lines.slice(i).join('\n').trim() };
+}
+
+const TRAILER = /\s*Answer with the option's letter from the given choices directly\.?\s*$/;
+
+/** "Question? (A) x (B) y (C) z" on one line (the layout lmms-eval's V* `doc_to_text` also accepts). */
+function parseInlineOptions(text: string): { question: string; options: string[]; trailer: string } | null {
+  const at = text.indexOf('(A)');
+  if (at < 0) return null;
+  let body = text.slice(at);
+  let trailer = '';
+  const t = TRAILER.exec(body);
+  if (t) {
+    trailer = t[0].trim();
+    body = body.slice(0, t.index);
+  }
+  const parts = body.split(/\(([A-Z])\)/);
+  // parts: ['', 'A', ' x ', 'B', ' y ', ...]
+  const options: string[] = [];
+  for (let i = 1; i + 1 < parts.length; i += 2) {
+    if (parts[i] !== letterOf(options.length)) break;
+    options.push(parts[i + 1]!.trim());
+  }
+  if (options.length < 2) return null;
+  return { question: text.slice(0, at).trim(), options, trailer };
+}
