@@ -9,9 +9,10 @@ import { EventEmitter } from 'node:events';
 import { APP_VERSION } from '../../app/version';
 import { dispatch, type Handlers, type Reply } from '../../app/contract/dispatch';
 import { SettingsSchema, events, type EngineState, type EventName, type EventPayload, type Settings } from '../../app/contract';
-import { defaultWorkspaceDir } from './paths';
+import { defaultWorkspaceDir, readSettings as readSettingsFile, writeSettings as writeSettingsFile } from '../../app/workspace';
 import { demoHandlers } from './handlers/demo';
 import { browseHandlers } from './handlers/browse';
+import { trainingHandlers } from './handlers/training';
 import type { CoreContext } from './context';
 
 export interface CoreOptions {
@@ -39,12 +40,12 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
 
   let engineState: EngineState = { status: 'idle', model: null, device: null };
 
+  // settings.json is shared with other parts of the core (e.g. the model registry): read the whole
+  // object, change only the UI's keys, keep the rest. A broken file is reported, never overwritten.
   const readSettings = async (): Promise<Settings> => {
-    try {
-      return SettingsSchema.parse(JSON.parse(await fs.promises.readFile(settingsFile, 'utf8')));
-    } catch {
-      return SettingsSchema.parse({});
-    }
+    const all = await readSettingsFile(settingsFile);
+    const parsed = SettingsSchema.safeParse(all);
+    return parsed.success ? parsed.data : SettingsSchema.parse({});
   };
 
   const emit = <E extends EventName>(event: E, payload: EventPayload<E>): void => {
@@ -76,18 +77,16 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     }),
     'settings:get': () => readSettings(),
     'settings:set': async (patch) => {
+      const all = await readSettingsFile(settingsFile);
       const next = SettingsSchema.parse({ ...(await readSettings()), ...patch });
-      const tmp = `${settingsFile}.tmp`;
-      await fs.promises.writeFile(tmp, JSON.stringify(next, null, 2));
-      await fs.promises.rename(tmp, settingsFile);
+      await writeSettingsFile(settingsFile, { ...all, ...next });
       emit('settings:changed', next);
       return next;
     },
     'engine:state': () => engineState,
-    'runs:list': () => [],
-    'runs:samples': () => ({ total: 0, samples: [] }),
     ...demoHandlers(ctx),
     ...browseHandlers(ctx),
+    ...trainingHandlers(ctx),
   };
 
   return {

@@ -1,0 +1,47 @@
+/** Small durable-write helpers shared by the stores. */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+/** fsync a directory so a new/renamed entry survives a crash (no-op where unsupported, e.g. Windows). */
+export async function fsyncDir(dir: string): Promise<void> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    fh = await fsp.open(dir, 'r');
+    await fh.sync();
+  } catch {
+    // Directories cannot be opened/synced on some platforms; the data itself is already synced.
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** Write a file atomically: temp file in the same folder, fsync, rename over the target, fsync the folder. */
+export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+  const dir = path.dirname(file);
+  await fsp.mkdir(dir, { recursive: true });
+  const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const fh = await fsp.open(tmp, 'w');
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  try {
+    await fsp.rename(tmp, file);
+  } catch (err) {
+    await fsp.rm(tmp, { force: true });
+    throw err;
+  }
+  await fsyncDir(dir);
+}
+
+export async function exists(p: string): Promise<boolean> {
+  try {
+    await fsp.access(p);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,219 @@
+/**
+ * Runs on disk: `runs/<run-id>/manifest.json` (validated with RunManifestSchema, written atomically)
+ * and `runs/<run-id>/samples.jsonl` (append-only SampleRecords, one fsync'd line each).
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import type { z } from 'zod';
+import { RunManifestSchema, SampleRecordSchema, type RunManifest, type SampleRecord } from '../contract/trajectory';
+import { APP_VERSION } from '../version';
+import { exists, fsyncDir, writeFileAtomic } from './fsutil';
+import { JsonlAppender, readJsonl, type JsonlIssue, type TailRepair } from './jsonl';
+
+const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const MANIFEST_FILE = 'manifest.json';
+export const SAMPLES_FILE = 'samples.jsonl';
+
+export function isRunId(id: string): boolean {
+  return RUN_ID_RE.test(id) && !id.includes('..');
+}
+
+function zodMessage(err: z.ZodError): string {
+  return err.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+}
+
+/** A new run id: UTC time + random suffix, sortable by creation time. */
+export function newRunId(now: Date = new Date(), slug?: string): string {
+  const t = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z').replace('T', '-');
+  const s = slug ? '-' + slug.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) : '';
+  return `${t}${s}-${randomBytes(3).toString('hex')}`;
+}
+
+/** The fields `createRun` fills in when absent. */
+export type NewRunManifest = Omit<RunManifest, 'id' | 'createdAt' | 'appVersion'> & Partial<Pick<RunManifest, 'id' | 'createdAt' | 'appVersion'>>;
+
+export interface ReadSamplesResult {
+  records: SampleRecord[];
+  /** Lines skipped or accepted with a warning (torn tail, bad JSON, schema failures), with line numbers. */
+  issues: JsonlIssue[];
+}
+
+export interface RunListing {
+  id: string;
+  dir: string;
+  /** Null when the manifest is missing or invalid; see `error`. */
+  manifest: RunManifest | null;
+  error?: string;
+}
+
+function validateSample(value: unknown): { ok: true; value: SampleRecord } | { ok: false; message: string } {
+  const r = SampleRecordSchema.safeParse(value);
+  return r.success ? { ok: true, value: r.data } : { ok: false, message: `not a valid sample record (${zodMessage(r.error)})` };
+}
+
+/** An open run: its manifest and an appender for its samples. */
+export class RunHandle {
+  private appender: JsonlAppender | null = null;
+  private opening: Promise<JsonlAppender> | null = null;
+  /** The tail repair done when the writer opened, if any. */
+  repair: TailRepair | null = null;
+
+  constructor(
+    readonly id: string,
+    readonly dir: string,
+    public manifest: RunManifest,
+  ) {}
+
+  get samplesPath(): string {
+    return path.join(this.dir, SAMPLES_FILE);
+  }
+
+  get manifestPath(): string {
+    return path.join(this.dir, MANIFEST_FILE);
+  }
+
+  private writer(): Promise<JsonlAppender> {
+    if (this.appender) return Promise.resolve(this.appender);
+    this.opening ??= JsonlAppender.open(this.samplesPath, (v) => SampleRecordSchema.safeParse(v).success).then((a) => {
+      this.appender = a;
+      this.repair = a.repair;
+      return a;
+    });
+    return this.opening;
+  }
+
+  /** Open the writer now (repairing a torn tail) instead of on the first append. */
+  async openWriter(): Promise<TailRepair | null> {
+    await this.writer();
+    return this.repair;
+  }
+
+  /** Validate and append one sample; resolves after it is fsync'd. Returns the record as stored. */
+  async appendSample(record: SampleRecord | z.input<typeof SampleRecordSchema>): Promise<SampleRecord> {
+    const r = SampleRecordSchema.safeParse(record);
+    if (!r.success) throw new Error(`run ${this.id}: sample record is invalid, not written (${zodMessage(r.error)})`);
+    const w = await this.writer();
+    await w.append(r.data);
+    return r.data;
+  }
+
+  readSamples(): Promise<ReadSamplesResult> {
+    return readJsonl(this.samplesPath, validateSample);
+  }
+
+  /** Replace the manifest (validated, atomic). */
+  async writeManifest(manifest: RunManifest): Promise<void> {
+    const r = RunManifestSchema.safeParse(manifest);
+    if (!r.success) throw new Error(`run ${this.id}: manifest is invalid, not written (${zodMessage(r.error)})`);
+    if (r.data.id !== this.id) throw new Error(`run ${this.id}: manifest id ${JSON.stringify(r.data.id)} does not match the run folder`);
+    await writeFileAtomic(this.manifestPath, JSON.stringify(r.data, null, 2) + '\n');
+    this.manifest = r.data;
+  }
+
+  async close(): Promise<void> {
+    const a = this.appender ?? (this.opening ? await this.opening : null);
+    this.appender = null;
+    this.opening = null;
+    await a?.close();
+  }
+}
+
+export class RunStore {
+  readonly runsDir: string;
+
+  /** `runsDir` = the workspace's `runs/` folder (see `workspaceLayout`). */
+  constructor(runsDir: string) {
+    this.runsDir = path.resolve(runsDir);
+  }
+
+  runDir(id: string): string {
+    if (!isRunId(id)) throw new Error(`not a valid run id: ${JSON.stringify(id)} (letters, digits, '.', '_', '-'; no slashes)`);
+    return path.join(this.runsDir, id);
+  }
+
+  /** Create a run folder with its manifest and an empty samples file. Fails if the id exists. */
+  async createRun(input: NewRunManifest): Promise<RunHandle> {
+    const id = input.id ?? newRunId(new Date(), typeof input.name === 'string' ? input.name : undefined);
+    const manifest = { ...input, id, createdAt: input.createdAt ?? new Date().toISOString(), appVersion: input.appVersion ?? APP_VERSION };
+    const r = RunManifestSchema.safeParse(manifest);
+    if (!r.success) throw new Error(`createRun: manifest is invalid (${zodMessage(r.error)})`);
+    const dir = this.runDir(id);
+    await fsp.mkdir(this.runsDir, { recursive: true });
+    try {
+      await fsp.mkdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`createRun: run ${id} already exists at ${dir}`);
+      throw err;
+    }
+    await fsyncDir(this.runsDir);
+    await writeFileAtomic(path.join(dir, MANIFEST_FILE), JSON.stringify(r.data, null, 2) + '\n');
+    await fsp.writeFile(path.join(dir, SAMPLES_FILE), '', { flag: 'a' });
+    await fsyncDir(dir);
+    return new RunHandle(id, dir, r.data);
+  }
+
+  /** Read and validate a run's manifest; the error names the file and the failing fields. */
+  async readManifest(id: string): Promise<RunManifest> {
+    const file = path.join(this.runDir(id), MANIFEST_FILE);
+    let text: string;
+    try {
+      text = await fsp.readFile(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`run ${id}: no manifest at ${file}`);
+      throw err;
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      throw new Error(`run ${id}: ${file} is not valid JSON (${(err as Error).message})`);
+    }
+    const r = RunManifestSchema.safeParse(json);
+    if (!r.success) throw new Error(`run ${id}: ${file} is not a valid manifest (${zodMessage(r.error)})`);
+    return r.data;
+  }
+
+  async writeManifest(manifest: RunManifest): Promise<void> {
+    const h = new RunHandle(manifest.id, this.runDir(manifest.id), manifest);
+    await h.writeManifest(manifest);
+  }
+
+  /** Open an existing run. Its writer opens (and repairs a torn tail) on the first append or `openWriter()`. */
+  async openRun(id: string): Promise<RunHandle> {
+    const manifest = await this.readManifest(id);
+    return new RunHandle(id, this.runDir(id), manifest);
+  }
+
+  async hasRun(id: string): Promise<boolean> {
+    return isRunId(id) && exists(path.join(this.runDir(id), MANIFEST_FILE));
+  }
+
+  /** Samples of a run, tolerating a torn last line and bad lines (skipped, reported in `issues`). */
+  readSamples(id: string): Promise<ReadSamplesResult> {
+    return readJsonl(path.join(this.runDir(id), SAMPLES_FILE), validateSample);
+  }
+
+  /** Every run folder, newest first; a broken manifest is listed with its error, never thrown. */
+  async listRuns(): Promise<RunListing[]> {
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = await fsp.readdir(this.runsDir, { withFileTypes: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const out: RunListing[] = [];
+    for (const e of entries) {
+      if (!e.isDirectory() || !isRunId(e.name)) continue;
+      const dir = path.join(this.runsDir, e.name);
+      try {
+        out.push({ id: e.name, dir, manifest: await this.readManifest(e.name) });
+      } catch (err) {
+        out.push({ id: e.name, dir, manifest: null, error: (err as Error).message });
+      }
+    }
+    out.sort((a, b) => (b.manifest?.createdAt ?? '').localeCompare(a.manifest?.createdAt ?? '') || b.id.localeCompare(a.id));
+    return out;
+  }
+}

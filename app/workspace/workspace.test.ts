@@ -1,0 +1,174 @@
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SampleRecord } from '../contract/trajectory';
+import { MediaStore, RunStore, Workspace, defaultWorkspaceDir, isMediaId, parseJsonl, repairJsonlTail, sha256Hex } from './index';
+
+let tmp: string;
+beforeEach(async () => {
+  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-ws-'));
+});
+afterEach(async () => {
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+const manifest = { model: { id: 'scripted' }, engine: 'scripted', dialect: 'pixel-reasoner', prompt: 'vcot' };
+function sample(i: number, extra: Partial<SampleRecord> = {}): SampleRecord {
+  return {
+    qid: `q${i}`, bench: 'vstar', question: `Q${i}?`, answer: 'A', prediction: 'B', score: 0, correct: false,
+    stop_reason: 'answer', calls: 1, tool_errors: 0, ...extra,
+  };
+}
+
+describe('defaultWorkspaceDir', () => {
+  it('follows XDG on Linux, Application Support on macOS, APPDATA on Windows, and the override', () => {
+    expect(defaultWorkspaceDir({ env: {}, platform: 'linux', home: '/home/u' })).toBe('/home/u/.local/share/loupe');
+    expect(defaultWorkspaceDir({ env: { XDG_DATA_HOME: '/data/x' }, platform: 'linux', home: '/home/u' })).toBe('/data/x/loupe');
+    // A relative XDG_DATA_HOME is invalid per the spec and ignored.
+    expect(defaultWorkspaceDir({ env: { XDG_DATA_HOME: 'rel' }, platform: 'linux', home: '/home/u' })).toBe('/home/u/.local/share/loupe');
+    expect(defaultWorkspaceDir({ env: {}, platform: 'darwin', home: '/Users/u' })).toBe('/Users/u/Library/Application Support/Loupe');
+    expect(defaultWorkspaceDir({ env: { APPDATA: 'C:\\Users\\u\\AppData\\Roaming' }, platform: 'win32', home: 'C:\\Users\\u' })).toBe('C:\\Users\\u\\AppData\\Roaming\\Loupe');
+    expect(defaultWorkspaceDir({ env: { LOUPE_WORKSPACE: '/tmp/ws' }, platform: 'linux', home: '/home/u' })).toBe('/tmp/ws');
+  });
+});
+
+describe('RunStore', () => {
+  it('creates a run, appends samples and reads them back identically', async () => {
+    const ws = await new Workspace(tmp).init();
+    const run = await ws.runs.createRun({ ...manifest, name: 'V* smoke' });
+    expect(run.id).toMatch(/^\d{8}-\d{6}Z-v-smoke-[0-9a-f]{6}$/);
+    const onDisk = JSON.parse(await fsp.readFile(path.join(tmp, 'runs', run.id, 'manifest.json'), 'utf8'));
+    expect(onDisk.engine).toBe('scripted');
+    expect(onDisk.appVersion).toMatch(/^\d+\.\d+\.\d+/);
+    const written = [];
+    for (let i = 0; i < 5; i++) written.push(await run.appendSample(sample(i, { options: ['a', 'b'], scores: { acc: i } })));
+    await run.close();
+    const back = await ws.runs.readSamples(run.id);
+    expect(back.issues).toEqual([]);
+    expect(back.records).toEqual(written);
+    const lines = (await fsp.readFile(run.samplesPath, 'utf8')).split('\n');
+    expect(lines).toHaveLength(6);
+    expect(lines[5]).toBe('');
+  });
+
+  it('refuses an invalid sample without writing anything, naming the field', async () => {
+    const store = new RunStore(path.join(tmp, 'runs'));
+    const run = await store.createRun(manifest);
+    await expect(run.appendSample({ ...sample(0), stop_reason: 'bogus' } as unknown as SampleRecord)).rejects.toThrow(/stop_reason/);
+    await run.close();
+    expect(await fsp.readFile(run.samplesPath, 'utf8')).toBe('');
+  });
+
+  it('validates manifests on read and write and lists broken runs without throwing', async () => {
+    const store = new RunStore(path.join(tmp, 'runs'));
+    const a = await store.createRun({ ...manifest, id: 'run-a', createdAt: '2026-01-01T00:00:00.000Z' });
+    await store.createRun({ ...manifest, id: 'run-b', createdAt: '2026-02-01T00:00:00.000Z' });
+    await expect(store.createRun({ ...manifest, id: 'run-a' })).rejects.toThrow(/already exists/);
+    await expect(store.createRun({ ...manifest, id: '../evil' })).rejects.toThrow(/not a valid run id/);
+    await expect(a.writeManifest({ ...a.manifest, engine: 42 } as unknown as typeof a.manifest)).rejects.toThrow(/engine/);
+    await a.writeManifest({ ...a.manifest, name: 'renamed' });
+    expect((await store.readManifest('run-a')).name).toBe('renamed');
+    await fsp.mkdir(path.join(tmp, 'runs', 'run-c'));
+    await fsp.writeFile(path.join(tmp, 'runs', 'run-c', 'manifest.json'), '{"id": "run-c"');
+    const list = await store.listRuns();
+    expect(list.map((r) => r.id)).toEqual(['run-b', 'run-a', 'run-c']);
+    expect(list[2]?.manifest).toBeNull();
+    expect(list[2]?.error).toMatch(/run-c.*manifest\.json is not valid JSON/);
+    await expect(store.openRun('run-c')).rejects.toThrow(/not valid JSON/);
+    await expect(store.openRun('nope')).rejects.toThrow(/no manifest at/);
+  });
+
+  it('reports bad lines with line numbers, skips a torn tail, keeps an unterminated but complete record', async () => {
+    const store = new RunStore(path.join(tmp, 'runs'));
+    const run = await store.createRun({ ...manifest, id: 'r' });
+    await run.appendSample(sample(0));
+    await run.close();
+    const good1 = JSON.stringify(sample(1));
+    await fsp.appendFile(run.samplesPath, `{"qid": broken\n{"qid":"only"}\n${good1}\n${JSON.stringify(sample(2)).slice(0, 30)}`);
+    const r1 = await store.readSamples('r');
+    expect(r1.records.map((r) => r.qid)).toEqual(['q0', 'q1']);
+    expect(r1.issues.map((i) => [i.line, i.kind])).toEqual([[2, 'invalid-json'], [3, 'invalid-record'], [5, 'torn-tail']]);
+
+    // A reopened writer moves the fragment to samples.jsonl.torn and continues on a clean line.
+    const again = await store.openRun('r');
+    await again.appendSample(sample(3));
+    expect(again.repair?.action).toBe('truncated');
+    await again.close();
+    const torn = (await fsp.readFile(run.samplesPath + '.torn', 'utf8')).trim().split('\n');
+    expect(torn).toHaveLength(1);
+    expect(JSON.parse(torn[0]!).fragment).toBe(JSON.stringify(sample(2)).slice(0, 30));
+    const r2 = await store.readSamples('r');
+    expect(r2.records.map((r) => r.qid)).toEqual(['q0', 'q1', 'q3']);
+    expect(r2.issues.map((i) => i.kind)).toEqual(['invalid-json', 'invalid-record']);
+
+    // A complete record that only lacks its newline is kept by both reader and writer.
+    await fsp.appendFile(run.samplesPath, JSON.stringify(sample(4)));
+    const r3 = await store.readSamples('r');
+    expect(r3.records.map((r) => r.qid)).toEqual(['q0', 'q1', 'q3', 'q4']);
+    expect(r3.issues.at(-1)?.kind).toBe('unterminated-tail');
+    const third = await store.openRun('r');
+    await third.appendSample(sample(5));
+    expect(third.repair?.action).toBe('kept-unterminated');
+    await third.close();
+    expect((await store.readSamples('r')).records.map((r) => r.qid)).toEqual(['q0', 'q1', 'q3', 'q4', 'q5']);
+  });
+
+  it('serializes concurrent appends into whole lines', async () => {
+    const store = new RunStore(path.join(tmp, 'runs'));
+    const run = await store.createRun({ ...manifest, id: 'c' });
+    await Promise.all(Array.from({ length: 40 }, (_, i) => run.appendSample(sample(i, { prediction: 'p'.repeat(i * 500) }))));
+    await run.close();
+    const back = await store.readSamples('c');
+    expect(back.issues).toEqual([]);
+    expect(back.records.map((r) => r.qid).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `q${i}`).sort());
+  });
+});
+
+describe('jsonl helpers', () => {
+  it('parseJsonl handles CRLF, blank lines and a file without records', () => {
+    const ok = (v: unknown) => ({ ok: true as const, value: v });
+    expect(parseJsonl(Buffer.from('{"a":1}\r\n\n{"a":2}\n'), ok).records).toEqual([{ a: 1 }, { a: 2 }]);
+    expect(parseJsonl(Buffer.alloc(0), ok)).toEqual({ records: [], issues: [] });
+  });
+  it('repairJsonlTail is a no-op on a clean or missing file', async () => {
+    const f = path.join(tmp, 'x.jsonl');
+    expect(await repairJsonlTail(f)).toBeNull();
+    await fsp.writeFile(f, '{"a":1}\n');
+    expect(await repairJsonlTail(f)).toBeNull();
+    await fsp.appendFile(f, '{"a":');
+    expect(await repairJsonlTail(f)).toMatchObject({ action: 'truncated', offset: 8, removedBytes: 5 });
+    expect(await fsp.readFile(f, 'utf8')).toBe('{"a":1}\n');
+  });
+});
+
+describe('MediaStore', () => {
+  it('stores by sha256, dedupes and refuses non-ids', async () => {
+    const store = new MediaStore(path.join(tmp, 'media'));
+    const bytes = new Uint8Array(9 * 1024 * 1024).map((_, i) => (i * 31) % 251);
+    const a = await store.put(bytes, 'PNG');
+    expect(a.existed).toBe(false);
+    expect(isMediaId(a.id)).toBe(true);
+    expect(a.id).toBe(`${await sha256Hex(bytes)}.png`);
+    const { createHash } = await import('node:crypto');
+    expect(a.id.slice(0, 64)).toBe(createHash('sha256').update(bytes).digest('hex'));
+    const b = await store.put(bytes, 'png');
+    expect(b).toEqual({ ...a, existed: true });
+    expect(Buffer.compare(await store.read(a.id), Buffer.from(bytes))).toBe(0);
+    expect((await fsp.readdir(store.dir)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    expect(() => store.pathOf('../../etc/passwd')).toThrow(/not a media id/);
+    await expect(store.put(bytes, 'p/ng')).rejects.toThrow(/bad extension/);
+  });
+});
+
+describe('Workspace', () => {
+  it('creates its layout and round-trips settings, rejecting a broken settings file clearly', async () => {
+    const ws = await new Workspace(path.join(tmp, 'w')).init();
+    for (const d of ['runs', 'media', 'labels', 'models']) expect((await fsp.stat(path.join(ws.root, d))).isDirectory()).toBe(true);
+    expect(await ws.readSettings()).toEqual({});
+    await ws.writeSettings({ theme: 'dark', engine: { kind: 'openai' } });
+    expect(await ws.readSettings()).toEqual({ theme: 'dark', engine: { kind: 'openai' } });
+    await fsp.writeFile(ws.layout.settingsPath, '[1,');
+    await expect(ws.readSettings()).rejects.toThrow(/settings\.json is not valid JSON/);
+  });
+});

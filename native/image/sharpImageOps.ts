@@ -1,0 +1,258 @@
+/**
+ * `ImageOps` with sharp (libvips). Decoding, resizing and encoding run on libuv's thread pool, so
+ * these calls are async and keep the calling thread's event loop free; `WorkerImageOps` moves the
+ * remaining JS-side work (buffer copies, hashing, file writes) onto a worker thread as well.
+ *
+ * Pixels are normalized the way the reference pipeline (PIL) sees them:
+ * - first frame only (GIF/animated WebP), alpha flattened onto white, converted to 8-bit sRGB RGB;
+ * - **no EXIF auto-rotation**: `PIL.Image.open` does not apply the EXIF orientation, and crop boxes
+ *   are computed in the stored pixel grid. Originals with an orientation tag are therefore stored as
+ *   a re-encoded PNG of the un-rotated pixels, so a viewer cannot show them rotated.
+ *
+ * Resampling (`resampler`): 'pillow' (default) = `pilResample.ts`, byte-identical to Pillow's
+ * `Image.resize(size, BICUBIC)` (the reference's default resample), in JS, sliced so it yields to the
+ * event loop; it is several times slower than libvips (and ~2.4× slower than Pillow's C). 'libvips' =
+ * sharp's `cubic` kernel: the same Catmull-Rom (a = -0.5) kernel, but libvips box-shrinks first for
+ * reductions ≥ 2×, upsamples through a different path and rounds its fixed point differently: vs
+ * Pillow, a mean |Δ| of ~0.2–0.3 levels (max ~9) on plain downscales and ~3.2 (max 81) on the bench's
+ * near-1 zoom resize of a detailed image (tests/bench/imageops.bench.ts). Decoding (libjpeg-turbo /
+ * mozjpeg, libpng, libwebp) gave pixels identical to Pillow 9.4 on the bench JPEG. Sizes never differ.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import sharp, { type Metadata, type Sharp } from 'sharp';
+import type { MediaRef } from '../../app/contract/trajectory';
+import type { ImageOps } from '../../app/tools/imageOps';
+import type { MediaStore } from '../../app/workspace/mediaStore';
+import { pilResizeBicubicRGBAsync } from './pilResample';
+
+export interface ImageLimits {
+  /** Refuse images with more pixels than this (header check, before decoding). */
+  maxPixels: number;
+  /** Refuse images with a side longer than this. */
+  maxSide: number;
+  /** Refuse files larger than this many bytes. */
+  maxFileBytes: number;
+}
+
+export const DEFAULT_IMAGE_LIMITS: ImageLimits = { maxPixels: 100_000_000, maxSide: 20_000, maxFileBytes: 512 * 1024 * 1024 };
+
+export type ImageErrorCode = 'too-large' | 'corrupt' | 'unsupported' | 'not-found' | 'bad-box' | 'bad-size';
+
+/** An image problem a user can act on: names the file and what was wrong. */
+export class ImageError extends Error {
+  constructor(
+    readonly code: ImageErrorCode,
+    message: string,
+    readonly file?: string,
+  ) {
+    super(message);
+    this.name = 'ImageError';
+  }
+}
+
+const ACCEPTED = new Set(['jpeg', 'png', 'webp', 'gif', 'tiff']);
+const EXT: Record<string, string> = { jpeg: 'jpg', png: 'png', webp: 'webp', gif: 'gif', tiff: 'tif' };
+const MIME: Record<string, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff' };
+
+/** Decoded RGB pixels of a stored media file. */
+interface Decoded {
+  data: Buffer;
+  width: number;
+  height: number;
+}
+
+export interface SharpImageOpsOptions {
+  limits?: Partial<ImageLimits>;
+  /** Bytes of decoded pixels kept in memory, so a crop of a just-made image skips re-decoding. */
+  cacheBytes?: number;
+  /** PNG zlib level for derived images (0–9). Low is much faster and still lossless. */
+  pngCompressionLevel?: number;
+  /** 'pillow' (default): byte-identical to PIL BICUBIC; 'libvips': sharp's cubic, faster, not identical. */
+  resampler?: 'pillow' | 'libvips';
+}
+
+function mp(w: number, h: number): string {
+  return `${((w * h) / 1e6).toFixed(1)} MP`;
+}
+
+export class SharpImageOps implements ImageOps {
+  readonly limits: ImageLimits;
+  private readonly cacheBytes: number;
+  private readonly pngLevel: number;
+  readonly resampler: 'pillow' | 'libvips';
+  private readonly cache = new Map<string, Decoded>();
+  private cached = 0;
+
+  constructor(
+    readonly media: MediaStore,
+    opts: SharpImageOpsOptions = {},
+  ) {
+    this.limits = { ...DEFAULT_IMAGE_LIMITS, ...opts.limits };
+    this.cacheBytes = opts.cacheBytes ?? 256 * 1024 * 1024;
+    this.pngLevel = opts.pngCompressionLevel ?? 1;
+    this.resampler = opts.resampler ?? 'pillow';
+  }
+
+  pathOf(ref: MediaRef): string {
+    return this.media.pathOf(ref.id);
+  }
+
+  async importFile(file: string): Promise<MediaRef> {
+    let stat;
+    try {
+      stat = await fsp.stat(file);
+    } catch (err) {
+      throw new ImageError('not-found', `${file}: cannot read the image (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, file);
+    }
+    if (!stat.isFile()) throw new ImageError('not-found', `${file}: not a file`, file);
+    if (stat.size > this.limits.maxFileBytes) {
+      throw new ImageError('too-large', `${file}: the file is ${(stat.size / 2 ** 20).toFixed(0)} MiB, over the ${(this.limits.maxFileBytes / 2 ** 20).toFixed(0)} MiB image file limit`, file);
+    }
+    return this.importBytesNamed(await fsp.readFile(file), file);
+  }
+
+  importBytes(bytes: Uint8Array): Promise<MediaRef> {
+    if (bytes.length > this.limits.maxFileBytes) {
+      return Promise.reject(new ImageError('too-large', `image bytes: ${bytes.length} bytes, over the ${this.limits.maxFileBytes}-byte limit`));
+    }
+    return this.importBytesNamed(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), '(image bytes)');
+  }
+
+  /** Read only the header and refuse what is unsupported or too large, before any decoding. */
+  async inspect(bytes: Buffer, name: string): Promise<Metadata> {
+    let meta: Metadata;
+    try {
+      meta = await sharp(bytes, { limitInputPixels: false }).metadata();
+    } catch (err) {
+      throw new ImageError('corrupt', `${name}: not a readable image (${(err as Error).message}); expected PNG, JPEG, WebP or GIF`, name);
+    }
+    const format = String(meta.format);
+    if (!ACCEPTED.has(format)) throw new ImageError('unsupported', `${name}: unsupported image format "${format}"; use PNG, JPEG, WebP or GIF`, name);
+    const w = meta.width;
+    const h = meta.pageHeight ?? meta.height;
+    if (!w || !h) throw new ImageError('corrupt', `${name}: the header has no image size`, name);
+    const { maxPixels, maxSide } = this.limits;
+    if (w * h > maxPixels || Math.max(w, h) > maxSide) {
+      throw new ImageError(
+        'too-large',
+        `${name}: ${w}×${h} px (${mp(w, h)}) is over the image limit (${mp(maxPixels, 1)}, ${maxSide} px per side); refused without decoding. Downscale it first or raise the limit.`,
+        name,
+      );
+    }
+    return meta;
+  }
+
+  private pipeline(input: Buffer | string): Sharp {
+    // failOn 'warning' (the default, made explicit) turns truncated/corrupt data into errors.
+    return sharp(input, { pages: 1, failOn: 'warning', limitInputPixels: this.limits.maxPixels })
+      .flatten({ background: { r: 255, g: 255, b: 255 } })
+      .toColourspace('srgb')
+      .removeAlpha();
+  }
+
+  private async importBytesNamed(bytes: Buffer, name: string): Promise<MediaRef> {
+    const meta = await this.inspect(bytes, name);
+    const format = String(meta.format);
+    let decoded: Decoded;
+    try {
+      const { data, info } = await this.pipeline(bytes).raw().toBuffer({ resolveWithObject: true });
+      decoded = { data, width: info.width, height: info.height };
+    } catch (err) {
+      throw new ImageError('corrupt', `${name}: the image data is corrupt or truncated (${(err as Error).message})`, name);
+    }
+    if (decoded.data.length !== decoded.width * decoded.height * 3) {
+      throw new ImageError('corrupt', `${name}: decoded to an unexpected pixel layout`, name);
+    }
+    // Keep the exact original bytes when the pixels need no normalization; else store what the model sees.
+    const asIs =
+      (format === 'jpeg' || format === 'png' || format === 'webp') &&
+      !meta.hasAlpha &&
+      (meta.pages ?? 1) <= 1 &&
+      (meta.orientation ?? 1) === 1 &&
+      meta.space === 'srgb' &&
+      (meta.depth === 'uchar' || meta.depth === undefined);
+    if (asIs) {
+      const put = await this.media.put(bytes, EXT[format] ?? format);
+      this.remember(put.id, decoded);
+      return { id: put.id, width: decoded.width, height: decoded.height, mime: MIME[format] ?? `image/${format}` };
+    }
+    return this.storeDecoded(decoded);
+  }
+
+  private async storeDecoded(d: Decoded): Promise<MediaRef> {
+    const png = await sharp(d.data, { raw: { width: d.width, height: d.height, channels: 3 } })
+      .png({ compressionLevel: this.pngLevel, adaptiveFiltering: false })
+      .toBuffer();
+    const put = await this.media.put(png, 'png');
+    this.remember(put.id, d);
+    return { id: put.id, width: d.width, height: d.height, mime: 'image/png' };
+  }
+
+  private remember(id: string, d: Decoded): void {
+    if (d.data.length > this.cacheBytes) return;
+    this.cache.delete(id);
+    this.cache.set(id, d);
+    this.cached += d.data.length;
+    for (const [k, v] of this.cache) {
+      if (this.cached <= this.cacheBytes) break;
+      this.cache.delete(k);
+      this.cached -= v.data.length;
+    }
+  }
+
+  /** Decoded pixels of a stored media file (from the cache when recent). */
+  async decode(ref: MediaRef): Promise<Decoded> {
+    const hit = this.cache.get(ref.id);
+    if (hit) {
+      this.cache.delete(ref.id);
+      this.cache.set(ref.id, hit);
+      return hit;
+    }
+    const file = this.pathOf(ref);
+    let d: Decoded;
+    try {
+      const { data, info } = await this.pipeline(file).raw().toBuffer({ resolveWithObject: true });
+      d = { data, width: info.width, height: info.height };
+    } catch (err) {
+      const missing = (err as Error).message.includes('missing') || !(await fsp.stat(file).then(() => true, () => false));
+      throw new ImageError(missing ? 'not-found' : 'corrupt', `media ${ref.id}: cannot decode ${path.basename(file)} (${(err as Error).message})`, file);
+    }
+    this.remember(ref.id, d);
+    return d;
+  }
+
+  async resize(src: MediaRef, width: number, height: number): Promise<MediaRef> {
+    if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
+      throw new ImageError('bad-size', `resize of ${src.id}: target size must be positive integers, got ${width}×${height}`);
+    }
+    if (width * height > this.limits.maxPixels || Math.max(width, height) > this.limits.maxSide) {
+      throw new ImageError('too-large', `resize of ${src.id}: ${width}×${height} is over the image limit`);
+    }
+    const d = await this.decode(src);
+    if (d.width === width && d.height === height) return { id: src.id, width, height, mime: src.mime ?? 'image/png' };
+    if (this.resampler === 'pillow') {
+      const out = await pilResizeBicubicRGBAsync(d.data, d.width, d.height, width, height);
+      return this.storeDecoded({ data: Buffer.from(out.buffer, out.byteOffset, out.byteLength), width, height });
+    }
+    const { data, info } = await sharp(d.data, { raw: { width: d.width, height: d.height, channels: 3 } })
+      .resize(width, height, { kernel: 'cubic', fit: 'fill' })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    return this.storeDecoded({ data, width: info.width, height: info.height });
+  }
+
+  async crop(src: MediaRef, box: [number, number, number, number]): Promise<MediaRef> {
+    const [l, t, r, b] = box;
+    if (![l, t, r, b].every(Number.isInteger)) throw new ImageError('bad-box', `crop of ${src.id}: box must be integers, got [${box.join(', ')}]`);
+    const d = await this.decode(src);
+    if (l < 0 || t < 0 || r > d.width || b > d.height || r <= l || b <= t) {
+      throw new ImageError('bad-box', `crop of ${src.id}: box [${box.join(', ')}] is empty or outside the ${d.width}×${d.height} image`);
+    }
+    const { data, info } = await sharp(d.data, { raw: { width: d.width, height: d.height, channels: 3 } })
+      .extract({ left: l, top: t, width: r - l, height: b - t })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    return this.storeDecoded({ data, width: info.width, height: info.height });
+  }
+}

@@ -1,0 +1,86 @@
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MediaStore } from '../../app/workspace/mediaStore';
+import { ImageError, SharpImageOps } from './sharpImageOps';
+import { WorkerImageOps } from './workerImageOps';
+import { WorkerCrashError, WorkerPool } from '../workerHost/pool';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const GLASS = path.join(here, '..', '..', 'tests', 'fixtures', 'images', 'animate_glass.jpg');
+
+let tmp: string;
+beforeEach(async () => {
+  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-wimg-'));
+});
+afterEach(async () => {
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+describe('WorkerImageOps', () => {
+  it('produces the same media as in-process ops and carries ImageError across', async () => {
+    const media = new MediaStore(path.join(tmp, 'media'));
+    const w = new WorkerImageOps(media, { workers: 2 });
+    try {
+      const inline = new SharpImageOps(new MediaStore(path.join(tmp, 'media2')));
+      const a = await w.importFile(GLASS);
+      const b = await inline.importFile(GLASS);
+      expect(a).toEqual(b);
+      const [ra, rb] = await Promise.all([w.resize(a, 700, 302), inline.resize(b, 700, 302)]);
+      expect(ra).toEqual(rb);
+      const ca = await w.crop(ra, [10, 20, 300, 200]);
+      expect(ca).toEqual(await inline.crop(rb, [10, 20, 300, 200]));
+      expect(await fsp.stat(w.pathOf(ca))).toBeTruthy();
+      const err = await w.importFile(path.join(tmp, 'missing.jpg')).then(() => null, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ImageError);
+      expect((err as ImageError).code).toBe('not-found');
+      expect((err as ImageError).message).toMatch(/missing\.jpg: cannot read the image/);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+describe('WorkerPool', () => {
+  it('rejects in-flight calls with WorkerCrashError when a worker dies, then recovers', async () => {
+    const entry = path.join(tmp, 'crashy.ts');
+    const poolUrl = new URL('../workerHost/pool.ts', import.meta.url).href;
+    await fsp.writeFile(
+      entry,
+      `import { serveWorker } from ${JSON.stringify(poolUrl)};\n` +
+        `serveWorker({ echo: (x: number) => x, die: () => process.exit(3), boom: () => { throw Object.assign(new Error('bad thing'), { code: 'E_BAD' }); } });\n`,
+    );
+    const pool = new WorkerPool<{ echo: (x: number) => number; die: (x: null) => never; boom: (x: null) => never }>({ entry, name: 'crashy' });
+    try {
+      expect(await pool.call('echo', 5)).toBe(5);
+      const boom = await pool.call('boom', null).then(() => null, (e: unknown) => e as Error & { code?: string });
+      expect(boom?.message).toBe('bad thing');
+      expect(boom?.code).toBe('E_BAD');
+      const died = await pool.call('die', null).then(() => null, (e: unknown) => e);
+      expect(died).toBeInstanceOf(WorkerCrashError);
+      expect((died as Error).message).toMatch(/crashy: worker exited with code 3/);
+      expect(await pool.call('echo', 7)).toBe(7);
+    } finally {
+      await pool.close();
+    }
+    await expect(pool.call('echo', 1)).rejects.toThrow(/pool is closed/);
+  });
+
+  it('stops idle workers and starts them again on demand', async () => {
+    const entry = path.join(tmp, 'echo.ts');
+    await fsp.writeFile(entry, `import { serveWorker } from ${JSON.stringify(new URL('../workerHost/pool.ts', import.meta.url).href)};\nserveWorker({ echo: (x: number) => x });\n`);
+    const pool = new WorkerPool<{ echo: (x: number) => number }>({ entry, name: 'idle', idleMs: 30 });
+    try {
+      expect(await pool.call('echo', 1)).toBe(1);
+      expect(pool.liveWorkers).toBe(1);
+      for (let i = 0; i < 200 && pool.liveWorkers > 0; i++) await new Promise((r) => setTimeout(r, 25));
+      expect(pool.liveWorkers).toBe(0);
+      expect(await pool.call('echo', 2)).toBe(2);
+      expect(pool.liveWorkers).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * `ImageOps` whose work (decode, resize, encode, hash, write) runs on worker threads, so even the
+ * JS-side buffer work stays off the caller's event loop. Errors come back as `ImageError` with the
+ * same code and message as in-process.
+ */
+import type { MediaRef } from '../../app/contract/trajectory';
+import type { ImageOps } from '../../app/tools/imageOps';
+import type { MediaStore } from '../../app/workspace/mediaStore';
+import { RemoteError, WorkerPool } from '../workerHost/pool';
+import { ImageError, type ImageErrorCode, type SharpImageOpsOptions } from './sharpImageOps';
+
+type Api = {
+  importFile: (a: { path: string }) => Promise<MediaRef>;
+  importBytes: (a: { bytes: Uint8Array }) => Promise<MediaRef>;
+  resize: (a: { src: MediaRef; width: number; height: number }) => Promise<MediaRef>;
+  crop: (a: { src: MediaRef; box: [number, number, number, number] }) => Promise<MediaRef>;
+};
+
+export interface WorkerImageOpsOptions extends SharpImageOpsOptions {
+  /** Worker threads (default 1: libvips already uses its own threads inside each call). */
+  workers?: number;
+}
+
+function rethrow(err: unknown): never {
+  if (err instanceof RemoteError && err.name === 'ImageError') {
+    const file = err.props['file'];
+    throw new ImageError(err.code as ImageErrorCode, err.message, typeof file === 'string' ? file : undefined);
+  }
+  throw err;
+}
+
+export class WorkerImageOps implements ImageOps {
+  private readonly pool: WorkerPool<Api>;
+
+  constructor(
+    readonly media: MediaStore,
+    opts: WorkerImageOpsOptions = {},
+  ) {
+    const { workers, ...options } = opts;
+    this.pool = new WorkerPool<Api>({
+      entry: new URL('./imageWorker' + (import.meta.url.endsWith('.ts') ? '.ts' : '.js'), import.meta.url),
+      size: workers ?? 1,
+      name: 'image-ops',
+      workerData: { mediaDir: media.dir, options },
+    });
+  }
+
+  pathOf(ref: MediaRef): string {
+    return this.media.pathOf(ref.id);
+  }
+
+  importFile(path: string): Promise<MediaRef> {
+    return this.pool.call('importFile', { path }, { key: path }).catch(rethrow);
+  }
+
+  importBytes(bytes: Uint8Array): Promise<MediaRef> {
+    return this.pool.call('importBytes', { bytes }).catch(rethrow);
+  }
+
+  resize(src: MediaRef, width: number, height: number): Promise<MediaRef> {
+    return this.pool.call('resize', { src, width, height }, { key: src.id }).catch(rethrow);
+  }
+
+  crop(src: MediaRef, box: [number, number, number, number]): Promise<MediaRef> {
+    return this.pool.call('crop', { src, box }, { key: src.id }).catch(rethrow);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}

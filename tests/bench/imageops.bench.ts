@@ -1,0 +1,225 @@
+/**
+ * Image pipeline benchmark: decode a 4K JPEG → smart_resize (eval initial bounds) → resize →
+ * crop the padded box → smart_resize (eval zoom bounds) → resize, with sharp vs Pillow (the
+ * reference's library), median of ≥ 15 runs each, plus the full Loupe path (store + hash + PNG
+ * encode) in-process vs on a worker thread, the event-loop lag each causes, and how far sharp's
+ * bicubic output is from Pillow's.
+ *
+ * The 4K JPEG is generated deterministically (seeded shapes + per-pixel noise), so runs compare.
+ * Run alone: `node --import tsx -e "import('./tests/bench/imageops.bench.ts').then(async m => console.table(await m.bench()))"`.
+ */
+import { execFileSync } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
+import { prCropGeometry } from '../../app/tools/crop';
+import { RESIZE_PRESETS, resizeWithPreset } from '../../app/tools/smartResize';
+import { MediaStore } from '../../app/workspace/mediaStore';
+import { findPillowPython } from '../../native/image/pillow';
+import { pilResizeBicubicRGB } from '../../native/image/pilResample';
+import { SharpImageOps } from '../../native/image/sharpImageOps';
+import { WorkerImageOps } from '../../native/image/workerImageOps';
+import type { ImageOps } from '../../app/tools/imageOps';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const RUNS = Number(process.env['BENCH_RUNS'] ?? 15);
+const W = 3840;
+const H = 2160;
+/** The model's normalized box (before PR's 0.1 padding). */
+const BOX: [number, number, number, number] = [0.42, 0.37, 0.58, 0.55];
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A deterministic 3840×2160 JPEG with edges, gradients, fine lines and sensor-like noise. */
+export async function make4kJpeg(): Promise<Buffer> {
+  const rnd = mulberry32(20260126);
+  const shapes: string[] = [];
+  for (let i = 0; i < 900; i++) {
+    const x = Math.floor(rnd() * W);
+    const y = Math.floor(rnd() * H);
+    const c = `rgb(${Math.floor(rnd() * 256)},${Math.floor(rnd() * 256)},${Math.floor(rnd() * 256)})`;
+    const k = rnd();
+    if (k < 0.4) shapes.push(`<circle cx="${x}" cy="${y}" r="${4 + Math.floor(rnd() * 120)}" fill="${c}" fill-opacity="${(0.3 + rnd() * 0.7).toFixed(2)}"/>`);
+    else if (k < 0.75) shapes.push(`<rect x="${x}" y="${y}" width="${3 + Math.floor(rnd() * 260)}" height="${3 + Math.floor(rnd() * 160)}" fill="${c}" transform="rotate(${Math.floor(rnd() * 90)} ${x} ${y})"/>`);
+    else shapes.push(`<line x1="${x}" y1="${y}" x2="${x + Math.floor(rnd() * 600 - 300)}" y2="${y + Math.floor(rnd() * 600 - 300)}" stroke="${c}" stroke-width="${1 + Math.floor(rnd() * 3)}"/>`);
+  }
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}"><defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#1d3b5a"/><stop offset="0.5" stop-color="#c9a66b"/><stop offset="1" stop-color="#3a5f2b"/></linearGradient></defs><rect width="100%" height="100%" fill="url(#g)"/>${shapes.join('')}</svg>`;
+  const base = await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer();
+  const noisy = Buffer.alloc(base.length);
+  for (let i = 0; i < base.length; i++) {
+    const n = (rnd() + rnd() + rnd() - 1.5) * 16; // ~N(0, 8) grain
+    noisy[i] = Math.max(0, Math.min(255, Math.round(base[i]! + n)));
+  }
+  return sharp(noisy, { raw: { width: W, height: H, channels: 3 } }).jpeg({ quality: 90, chromaSubsampling: '4:2:0' }).toBuffer();
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** The reference geometry for BOX on a `size` image: PR's padded box and zoom size. */
+function geometry(size: [number, number]) {
+  const bbox = BOX as unknown as Parameters<typeof prCropGeometry>[1];
+  const g = prCropGeometry(size, bbox, { zoomPreset: 'eval_zoom' });
+  return { cropBox: g.cropBox, zoom: g.resizedSize! };
+}
+
+type Resampler = 'libvips' | 'pillow';
+
+async function resizeRaw(data: Buffer, w: number, h: number, ow: number, oh: number, resampler: Resampler): Promise<Buffer> {
+  if (resampler === 'pillow') {
+    const out = pilResizeBicubicRGB(data, w, h, ow, oh);
+    return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+  }
+  return sharp(data, { raw: { width: w, height: h, channels: 3 } }).resize(ow, oh, { kernel: 'cubic', fit: 'fill' }).raw().toBuffer();
+}
+
+/** The same pipeline as the Pillow script, in memory: sharp decode/crop, resize with `resampler`. */
+async function sharpPipeline(jpeg: Buffer, resampler: Resampler): Promise<{ data: Buffer; resized: [number, number]; cropBox: number[]; zoom: [number, number] }> {
+  const decoded = await sharp(jpeg, { failOn: 'warning' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const resized = resizeWithPreset([decoded.info.width, decoded.info.height], 'eval_initial');
+  const r = await resizeRaw(decoded.data, decoded.info.width, decoded.info.height, resized[0], resized[1], resampler);
+  const { cropBox, zoom } = geometry(resized);
+  const [l, t, rr, b] = cropBox;
+  const c = await sharp(r, { raw: { width: resized[0], height: resized[1], channels: 3 } })
+    .extract({ left: l, top: t, width: rr - l, height: b - t })
+    .raw()
+    .toBuffer();
+  const out = await resizeRaw(c, rr - l, b - t, zoom[0], zoom[1], resampler);
+  return { data: out, resized, cropBox, zoom };
+}
+
+/** The full Loupe path through ImageOps (import + store, resize + PNG + store, crop, zoom resize). */
+async function opsPipeline(ops: ImageOps, jpeg: Buffer): Promise<void> {
+  const orig = await ops.importBytes(jpeg);
+  const [w, h] = resizeWithPreset([orig.width, orig.height], 'eval_initial');
+  const r = await ops.resize(orig, w, h);
+  const { cropBox, zoom } = geometry([w, h]);
+  const c = await ops.crop(r, cropBox as [number, number, number, number]);
+  await ops.resize(c, zoom[0], zoom[1]);
+}
+
+/**
+ * Run the variants interleaved (A, B, C, A, B, C, …), RUNS times each after a warm-up, so a busy
+ * machine's load hits all of them alike; a 1 ms timer samples event-loop lag, charged to whichever
+ * variant is running.
+ */
+async function interleaved(variants: Array<{ name: string; run: () => Promise<number | void> }>): Promise<Map<string, { median: number; maxLag: number; p99Lag: number }>> {
+  for (const v of variants) await v.run();
+  const times = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+  const lags = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+  let current = '';
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    lags.get(current)?.push(Math.max(0, now - last - 1));
+    last = now;
+  }, 1);
+  for (let i = 0; i < RUNS; i++) {
+    for (const v of variants) {
+      current = v.name;
+      last = performance.now();
+      const t0 = performance.now();
+      const self = await v.run();
+      times.get(v.name)!.push(typeof self === 'number' ? self : performance.now() - t0);
+    }
+  }
+  clearInterval(timer);
+  const out = new Map<string, { median: number; maxLag: number; p99Lag: number }>();
+  for (const v of variants) {
+    const l = lags.get(v.name)!.sort((a, b) => a - b);
+    out.set(v.name, { median: median(times.get(v.name)!), maxLag: l.at(-1) ?? 0, p99Lag: l[Math.floor(l.length * 0.99)] ?? 0 });
+  }
+  return out;
+}
+
+export async function bench(): Promise<Array<Record<string, string | number>>> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-bench-img-'));
+  const worker = new WorkerImageOps(new MediaStore(path.join(dir, 'm3')));
+  try {
+    const jpeg = await make4kJpeg();
+    const jpegPath = path.join(dir, 'bench4k.jpg');
+    await fsp.writeFile(jpegPath, jpeg);
+    const rows: Array<Record<string, string | number>> = [];
+    const load = os.loadavg()[0]!.toFixed(1);
+    const note = `${W}x${H} JPEG q90 (${(jpeg.length / 2 ** 20).toFixed(2)} MiB), ${RUNS} interleaved runs, ${os.cpus().length} CPUs (load ${load}), libvips ${sharp.versions.vips}`;
+
+    const py = findPillowPython();
+    const init = RESIZE_PRESETS.eval_initial;
+    const zoom = RESIZE_PRESETS.eval_zoom;
+    const outPng = path.join(dir, 'pil.png');
+    let pilInfo: { pillow: string; resized: [number, number]; cropBox: number[]; zoom: [number, number] } | null = null;
+    /** One Pillow pipeline in a subprocess (its own warm-up, then one timed run); returns the in-process time. */
+    const pillowOnce = (): number => {
+      const out = execFileSync(py!, [path.join(here, 'pillow_imageops.py'), jpegPath, '1', String(init.minPixels), String(init.maxPixels), String(zoom.minPixels), String(zoom.maxPixels), ...BOX.map(String), outPng], { encoding: 'utf8', maxBuffer: 1 << 20 });
+      const r = JSON.parse(out) as { pillow: string; resized: [number, number]; cropBox: number[]; zoom: [number, number]; ms: number[] };
+      pilInfo = r;
+      return r.ms[0]!;
+    };
+
+    const inMemory = await interleaved([
+      ...(py ? [{ name: 'pillow', run: async () => pillowOnce() }] : []),
+      { name: 'libvips', run: async () => void (await sharpPipeline(jpeg, 'libvips')) },
+      { name: 'pillow-js', run: async () => void (await sharpPipeline(jpeg, 'pillow')) },
+    ]);
+    const pil = inMemory.get('pillow');
+    const info = pilInfo as { pillow: string; resized: [number, number]; cropBox: number[]; zoom: [number, number] } | null;
+    const pilOut = py ? await sharp(outPng).removeAlpha().raw().toBuffer() : null;
+    if (pil && info) {
+      rows.push({ pipeline: `Pillow ${info.pillow} (the reference), in memory`, median_ms: +pil.median.toFixed(1), pillow_over_this: 1, max_event_loop_lag_ms: '-', p99_lag_ms: '-', note: `${note}; ${info.resized.join('x')} → box ${info.cropBox.join(',')} → ${info.zoom.join('x')}` });
+    } else {
+      rows.push({ pipeline: 'Pillow', median_ms: 'n/a', pillow_over_this: '-', max_event_loop_lag_ms: '-', p99_lag_ms: '-', note: `${note}; no python3 with Pillow found (set LOUPE_PYTHON)` });
+    }
+    for (const [name, label] of [['libvips', 'sharp decode + libvips cubic resize, in memory'], ['pillow-js', 'sharp decode + Pillow-exact JS resize, in memory']] as const) {
+      const r = inMemory.get(name)!;
+      const o = await sharpPipeline(jpeg, name === 'libvips' ? 'libvips' : 'pillow');
+      let diffNote = '';
+      if (pilOut && info) {
+        let sum = 0;
+        let max = 0;
+        for (let i = 0; i < pilOut.length; i++) {
+          const d = Math.abs(pilOut[i]! - o.data[i]!);
+          sum += d;
+          if (d > max) max = d;
+        }
+        const same = JSON.stringify([o.resized, o.cropBox, o.zoom]) === JSON.stringify([info.resized, info.cropBox, info.zoom]);
+        diffNote = `sizes+box same as Pillow: ${same}; output vs Pillow: mean |Δ| ${(sum / pilOut.length).toFixed(3)}, max |Δ| ${max}`;
+      }
+      rows.push({ pipeline: label, median_ms: +r.median.toFixed(1), pillow_over_this: pil ? +(pil.median / r.median).toFixed(2) : '-', max_event_loop_lag_ms: +r.maxLag.toFixed(1), p99_lag_ms: +r.p99Lag.toFixed(1), note: diffNote });
+    }
+
+    const vipsOps = new SharpImageOps(new MediaStore(path.join(dir, 'm1')), { resampler: 'libvips' });
+    const pilOps = new SharpImageOps(new MediaStore(path.join(dir, 'm2')));
+    const full = await interleaved([
+      { name: 'vips', run: () => opsPipeline(vipsOps, jpeg) },
+      { name: 'pil', run: () => opsPipeline(pilOps, jpeg) },
+      { name: 'worker', run: () => opsPipeline(worker, jpeg) },
+    ]);
+    const fullRows: Array<[string, string, string]> = [
+      ['vips', 'ImageOps in-process, libvips resize', 'full path: import + 3 PNG encodes + sha256 + fsync’d media writes'],
+      ['pil', 'ImageOps in-process, Pillow-exact resize (sliced)', 'same path, default resampler'],
+      ['worker', 'ImageOps on 1 worker thread, Pillow-exact resize', 'createImageOps() default'],
+    ];
+    for (const [k, label, extra] of fullRows) {
+      const r = full.get(k)!;
+      rows.push({ pipeline: label, median_ms: +r.median.toFixed(1), pillow_over_this: pil ? +(pil.median / r.median).toFixed(2) : '-', max_event_loop_lag_ms: +r.maxLag.toFixed(1), p99_lag_ms: +r.p99Lag.toFixed(1), note: extra });
+    }
+    return rows;
+  } finally {
+    await worker.close();
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
