@@ -5,13 +5,14 @@
  * No Node imports here: the renderer imports this file.
  */
 import { z } from 'zod';
-import { RunManifestSchema, SampleRecordSchema } from './trajectory';
 import { demoCalls, demoEvents } from './domains/demo';
 import { browseCalls, browseEvents } from './domains/browse';
+import { trainingCalls, trainingEvents } from './domains/training';
 
 export * from './trajectory';
 export * from './domains/demo';
 export * from './domains/browse';
+export * from './domains/training';
 import { Empty } from './common';
 
 /** State of the inference engine as the status bar shows it. */
@@ -46,15 +47,6 @@ export const AppInfoSchema = z.object({
 });
 export type AppInfo = z.infer<typeof AppInfoSchema>;
 
-export const RunSummarySchema = z.object({
-  id: z.string(),
-  manifest: RunManifestSchema,
-  samples: z.number().int().nonnegative(),
-  correct: z.number().int().nonnegative(),
-  /** Lines that could not be read (e.g. a torn last line after a crash). */
-  unreadable: z.number().int().nonnegative(),
-});
-export type RunSummary = z.infer<typeof RunSummarySchema>;
 
 
 
@@ -64,11 +56,6 @@ const appCalls = {
   'settings:get': { req: Empty, res: SettingsSchema },
   'settings:set': { req: SettingsSchema.partial().strict(), res: SettingsSchema },
   'engine:state': { req: Empty, res: EngineStateSchema },
-  'runs:list': { req: Empty, res: z.array(RunSummarySchema) },
-  'runs:samples': {
-    req: z.object({ runId: z.string().min(1), offset: z.number().int().nonnegative().default(0), limit: z.number().int().positive().max(100_000).default(1000) }).strict(),
-    res: z.object({ total: z.number().int(), samples: z.array(SampleRecordSchema) }),
-  },
 } as const;
 
 const appEvents = {
@@ -81,10 +68,10 @@ const appEvents = {
  * Every request/response pair. The contract is one module: each domain's calls sit in one file under
  * `domains/` (so parallel work on two pages never edits the same lines) and are merged here.
  */
-export const calls = { ...appCalls, ...demoCalls, ...browseCalls } as const;
+export const calls = { ...appCalls, ...demoCalls, ...browseCalls, ...trainingCalls } as const;
 
 /** Every server-pushed stream. */
-export const events = { ...appEvents, ...demoEvents, ...browseEvents } as const;
+export const events = { ...appEvents, ...demoEvents, ...browseEvents, ...trainingEvents } as const;
 
 export type Calls = typeof calls;
 export type Events = typeof events;

@@ -1,6 +1,173 @@
 /**
- * Runs, samples, comparison and annotation domain.
- * (Filled in by the Runs/Annotate work; every call here needs a handler in main/core/handlers/browse.ts.)
+ * Runs, sample tables and run statistics. The core holds the index; the renderer asks for windows of
+ * compact rows and opens one full sample at a time, so 50 000-sample runs stay light in the page.
  */
-export const browseCalls = {} as const;
-export const browseEvents = {} as const;
+import { z } from 'zod';
+import { RunManifestSchema, SampleRecordSchema } from '../trajectory';
+import { Empty } from '../common';
+
+export const RunSummarySchema = z.object({
+  id: z.string(),
+  /** Null when the manifest could not be read; `error` says why. */
+  manifest: RunManifestSchema.nullable(),
+  error: z.string().optional(),
+  samples: z.number().int().nonnegative(),
+  correct: z.number().int().nonnegative(),
+  /** Lines that could not be read (e.g. a torn last line after a crash). */
+  unreadable: z.number().int().nonnegative(),
+});
+export type RunSummary = z.infer<typeof RunSummarySchema>;
+
+export const SAMPLE_FIELDS = ['bench', 'category', 'correct', 'score', 'calls', 'stop', 'tool_errors', 'latency', 'label', 'qid', 'run'] as const;
+export const SortKeySchema = z.object({ field: z.enum(SAMPLE_FIELDS), dir: z.enum(['asc', 'desc']).default('asc') });
+export type SortKey = z.infer<typeof SortKeySchema>;
+
+/** One table row: no trajectory. */
+export const SampleRowSchema = z.object({
+  id: z.number().int(),
+  run: z.string(),
+  qid: z.string(),
+  bench: z.string(),
+  category: z.string().optional(),
+  question: z.string(),
+  correct: z.boolean(),
+  score: z.number(),
+  calls: z.number(),
+  tool_errors: z.number(),
+  stop: z.string(),
+  latency: z.number().optional(),
+  labels: z.array(z.string()),
+});
+export type SampleRow = z.infer<typeof SampleRowSchema>;
+
+export const QueryProblemSchema = z.object({ message: z.string(), column: z.number().int().optional() });
+
+const Num = z.number().nullable(); // NaN (no data) crosses as null
+const IntervalSchema = z.object({ lo: Num, hi: Num });
+export const GroupStatSchema = z.object({
+  key: z.record(z.string(), z.string().nullable()),
+  n: z.number().int(),
+  correct: z.number().int(),
+  accuracy: Num,
+  ci: IntervalSchema,
+  rapr: Num,
+  callsPerSample: Num,
+  toolErrorRate: Num,
+});
+export type GroupStat = z.infer<typeof GroupStatSchema>;
+
+export const RunStatsSchema = z.object({
+  overall: GroupStatSchema,
+  byBench: z.array(GroupStatSchema),
+  byCategory: z.array(GroupStatSchema),
+  toolUse: z.object({
+    n: z.number().int(),
+    rapr: Num,
+    callsPerSample: Num,
+    toolErrorRate: Num,
+    stopReasons: z.record(z.string(), z.number()),
+    callHistogram: z.array(z.number()),
+  }),
+  withTool: z.object({ n: z.number().int(), accuracy: Num, ci: IntervalSchema }),
+  withoutTool: z.object({ n: z.number().int(), accuracy: Num, ci: IntervalSchema }),
+});
+export type RunStats = z.infer<typeof RunStatsSchema>;
+
+export const PairedSchema = z.object({
+  shared: z.number().int(),
+  onlyA: z.number().int(),
+  onlyB: z.number().int(),
+  aBetter: z.number().int(),
+  bBetter: z.number().int(),
+  ties: z.number().int(),
+  accuracyA: Num,
+  accuracyB: Num,
+  delta: z.object({ value: Num, lo: Num, hi: Num }),
+  p: Num,
+  aBetterKeys: z.array(z.string()),
+  bBetterKeys: z.array(z.string()),
+  summary: z.string(),
+});
+export type Paired = z.infer<typeof PairedSchema>;
+
+export const TaxonomyLabelSchema = z.object({ id: z.string(), name: z.string(), description: z.string(), key: z.string().optional(), archived: z.boolean().optional(), color: z.string().optional() });
+export type TaxonomyLabel = z.infer<typeof TaxonomyLabelSchema>;
+
+/** A current label on a sample (step null) or on one step of it. */
+export const CurrentLabelSchema = z.object({ who: z.string(), label: z.string(), step: z.number().int().nullable(), note: z.string().optional(), at: z.string() });
+export type CurrentLabelView = z.infer<typeof CurrentLabelSchema>;
+
+export const AnnotatorSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'annotator names use letters, digits, ".", "_" and "-"');
+
+export const AgreementSchema = z.object({
+  annotators: z.array(z.string()),
+  method: z.enum(['cohen', 'fleiss']),
+  units: z.number().int(),
+  partial: z.number().int(),
+  primaryKappa: Num,
+  meanPerLabelKappa: Num,
+  perLabel: z.array(z.object({ label: z.string(), kappa: Num, positives: z.array(z.number()) })),
+});
+export type Agreement = z.infer<typeof AgreementSchema>;
+
+export const browseCalls = {
+  'runs:list': { req: Empty, res: z.array(RunSummarySchema) },
+  'samples:query': {
+    req: z
+      .object({
+        runIds: z.array(z.string().min(1)).min(1),
+        query: z.string().max(2000).default(''),
+        search: z.string().max(500).default(''),
+        sort: z.array(SortKeySchema).max(5).default([]),
+        offset: z.number().int().nonnegative().default(0),
+        limit: z.number().int().positive().max(2000).default(200),
+      })
+      .strict(),
+    res: z.object({ total: z.number().int(), rows: z.array(SampleRowSchema), problem: QueryProblemSchema.optional(), ms: z.number() }),
+  },
+  'samples:get': { req: z.object({ runId: z.string().min(1), qid: z.string().min(1) }).strict(), res: SampleRecordSchema },
+  'runs:stats': { req: z.object({ runIds: z.array(z.string().min(1)).min(1), query: z.string().max(2000).default('') }).strict(), res: RunStatsSchema },
+  'runs:compare': { req: z.object({ a: z.string().min(1), b: z.string().min(1) }).strict(), res: PairedSchema },
+  'labels:config': {
+    req: Empty,
+    res: z.object({
+      taxonomy: z.array(TaxonomyLabelSchema),
+      /** action → chords, resolved for the core's platform (label actions are `label:<id>`). */
+      keymap: z.record(z.string(), z.array(z.string())),
+      /** Human text per action for the `?` sheet. */
+      actions: z.record(z.string(), z.string()),
+      annotators: z.array(z.string()),
+      platform: z.enum(['mac', 'other']),
+      problems: z.array(z.string()),
+    }),
+  },
+  'labels:setTaxonomy': { req: z.object({ labels: z.array(TaxonomyLabelSchema).min(1) }).strict(), res: z.array(TaxonomyLabelSchema) },
+  'labels:sample': { req: z.object({ runId: z.string().min(1), qid: z.string().min(1) }).strict(), res: z.array(CurrentLabelSchema) },
+  'labels:apply': {
+    req: z.object({ annotator: AnnotatorSchema, runId: z.string().min(1), qid: z.string().min(1), step: z.number().int().nonnegative().nullable().default(null), label: z.string().min(1), op: z.enum(['add', 'remove']), note: z.string().max(5000).optional() }).strict(),
+    res: z.array(CurrentLabelSchema),
+  },
+  'labels:progress': {
+    req: z
+      .object({
+        runIds: z.array(z.string().min(1)).min(1),
+        query: z.string().default(''),
+        annotator: AnnotatorSchema,
+        /** The queue's order (the sample table's sort); query order when empty. */
+        sort: z.array(SortKeySchema).max(5).default([]),
+        /** Look for the next unlabelled sample from this position on, wrapping around to the start. */
+        from: z.number().int().nonnegative().default(0),
+      })
+      .strict(),
+    res: z.object({ total: z.number().int(), labelled: z.number().int(), next: z.object({ run: z.string(), qid: z.string(), position: z.number().int() }).nullable() }),
+  },
+  'labels:export': {
+    req: z.object({ format: z.enum(['jsonl', 'csv']), kind: z.enum(['current', 'events']).default('current') }).strict(),
+    res: z.object({ filename: z.string(), text: z.string(), rows: z.number().int() }),
+  },
+  'labels:agreement': { req: z.object({ annotators: z.array(AnnotatorSchema).optional() }).strict(), res: AgreementSchema },
+} as const;
+
+export const browseEvents = {
+  'labels:changed': z.object({ runId: z.string(), qid: z.string() }),
+} as const;

@@ -2,8 +2,22 @@ import { useEffect } from 'react';
 import { PageHeader } from '../components/PageHeader';
 import { EmptyState } from '../components/EmptyState';
 import { useRunsStore } from '../stores/useRunsStore';
+import { useAppStore } from '../stores/useAppStore';
+import { RunList } from '../components/browse/RunList';
+import { StatsPanel } from '../components/browse/StatsPanel';
+import { QueryBar } from '../components/browse/QueryBar';
+import { SampleTable } from '../components/browse/SampleTable';
+import { SamplePage } from './SamplePage';
+import { ComparePage } from './ComparePage';
 
 export function RunsPage() {
+  const route = useAppStore((s) => s.route);
+  if (route[0] === 'compare' && route[1] && route[2]) return <ComparePage a={route[1]} b={route[2]} />;
+  if (route[0] && route[1]) return <SamplePage runId={route[0]} qid={route[1]} />;
+  return <RunsOverview />;
+}
+
+function RunsOverview() {
   const runs = useRunsStore((s) => s.runs);
   const loading = useRunsStore((s) => s.loading);
   const error = useRunsStore((s) => s.error);
@@ -12,29 +26,18 @@ export function RunsPage() {
     void load();
   }, [load]);
   return (
-    <section className="page">
-      <PageHeader title="Runs" subtitle="Every evaluation, demo and import in this workspace" />
+    <section className="page runs-page">
+      <PageHeader title="Runs" subtitle="Evaluations, demos and imports in this workspace" actions={<button type="button" className="btn" onClick={() => void load()}>Reload</button>} />
       {error ? <div className="banner banner-error">{error}</div> : null}
       {!loading && runs.length === 0 ? (
-        <EmptyState title="No runs yet">Start one with <code>npx loupe eval</code>, or run a question in the Demo.</EmptyState>
+        <EmptyState title="No runs yet">Start one with <code>npx loupe eval</code>, import one with <code>npx loupe import</code>, or run a question in the Demo.</EmptyState>
       ) : (
-        <table className="table" data-testid="runs-table">
-          <thead>
-            <tr><th>Run</th><th>Model</th><th>Benchmark</th><th>Prompt</th><th className="num">Samples</th><th className="num">Accuracy</th></tr>
-          </thead>
-          <tbody>
-            {runs.map((r) => (
-              <tr key={r.id}>
-                <td>{r.manifest.name ?? r.id}</td>
-                <td>{r.manifest.model.id}</td>
-                <td>{r.manifest.bench?.id ?? '—'}</td>
-                <td>{r.manifest.prompt}</td>
-                <td className="num">{r.samples}</td>
-                <td className="num">{r.samples ? `${((100 * r.correct) / r.samples).toFixed(1)} %` : '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <>
+          <RunList />
+          <StatsPanel />
+          <QueryBar />
+          <SampleTable />
+        </>
       )}
     </section>
   );

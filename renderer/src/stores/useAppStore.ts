@@ -9,6 +9,11 @@ import { getClient } from '../client';
 export const PAGES = ['demo', 'runs', 'annotate', 'training', 'models', 'settings'] as const;
 export type Page = (typeof PAGES)[number];
 
+/** Hash segments after the page, e.g. `#/runs/<runId>/<qid>` → ['<runId>', '<qid>']. */
+export function subRouteFromHash(hash: string): string[] {
+  return hash.replace(/^#\/?/, '').split('/').slice(1).filter(Boolean).map(decodeURIComponent);
+}
+
 export function pageFromHash(hash: string): Page {
   const p = hash.replace(/^#\/?/, '').split('/')[0] as Page;
   return (PAGES as readonly string[]).includes(p) ? p : 'demo';
@@ -19,10 +24,12 @@ interface AppState {
   settings: Settings | null;
   engine: EngineState | null;
   page: Page;
+  /** Sub-route segments of the current page. */
+  route: string[];
   connected: boolean;
   error: string | null;
   init(): Promise<void>;
-  navigate(page: Page): void;
+  navigate(page: Page, ...route: string[]): void;
   setTheme(theme: Theme): Promise<void>;
 }
 
@@ -33,6 +40,7 @@ export const useAppStore = create<AppState>()((set, get) => ({
   settings: null,
   engine: null,
   page: pageFromHash(window.location.hash),
+  route: subRouteFromHash(window.location.hash),
   connected: false,
   error: null,
   async init() {
@@ -46,7 +54,7 @@ export const useAppStore = create<AppState>()((set, get) => ({
         set({ connected });
         if (connected) void get().init();
       });
-      window.addEventListener('hashchange', () => set({ page: pageFromHash(window.location.hash) }));
+      window.addEventListener('hashchange', () => set({ page: pageFromHash(window.location.hash), route: subRouteFromHash(window.location.hash) }));
     }
     try {
       const [info, settings] = await Promise.all([client.call('app:info', {}), client.call('settings:get', {})]);
@@ -55,9 +63,9 @@ export const useAppStore = create<AppState>()((set, get) => ({
       set({ error: err instanceof Error ? err.message : String(err) });
     }
   },
-  navigate(page) {
-    window.location.hash = `#/${page}`;
-    set({ page });
+  navigate(page, ...route) {
+    window.location.hash = `#/${[page, ...route.map(encodeURIComponent)].join('/')}`;
+    set({ page, route });
   },
   async setTheme(theme) {
     const settings = await getClient().call('settings:set', { theme });

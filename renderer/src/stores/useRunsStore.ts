@@ -1,24 +1,134 @@
+/**
+ * Runs and the sample table. Rows live in the core's index; the table asks for pages as it scrolls and
+ * keeps only those pages here (a 50 000-sample run never crosses the contract whole).
+ */
 import { create } from 'zustand';
-import type { RunSummary } from '../../../app/contract';
+import type { RunStats, RunSummary, SampleRecord, SampleRow, SortKey } from '../../../app/contract';
 import { getClient } from '../client';
+
+export const PAGE_SIZE = 200;
 
 interface RunsState {
   runs: RunSummary[];
   loading: boolean;
   error: string | null;
+  /** Runs whose samples the table shows. */
+  selected: string[];
+  query: string;
+  search: string;
+  sort: SortKey[];
+  /** Bumped whenever the table's question changes; stale page answers are dropped. */
+  version: number;
+  total: number;
+  pages: Record<number, SampleRow[]>;
+  problem: { message: string; column?: number } | null;
+  lastMs: number | null;
+  stats: RunStats | null;
+  sample: SampleRecord | null;
+  sampleError: string | null;
   load(): Promise<void>;
+  select(runIds: string[]): void;
+  setQuery(query: string): void;
+  setSearch(search: string): void;
+  toggleSort(field: SortKey['field'], additive: boolean): void;
+  refresh(): Promise<void>;
+  ensurePage(page: number): Promise<void>;
+  openSample(runId: string, qid: string): Promise<void>;
 }
 
-export const useRunsStore = create<RunsState>()((set) => ({
+const inflight = new Set<string>();
+
+export const useRunsStore = create<RunsState>()((set, get) => ({
   runs: [],
   loading: false,
   error: null,
+  selected: [],
+  query: '',
+  search: '',
+  sort: [],
+  version: 0,
+  total: 0,
+  pages: {},
+  problem: null,
+  lastMs: null,
+  stats: null,
+  sample: null,
+  sampleError: null,
   async load() {
     set({ loading: true });
     try {
-      set({ runs: await getClient().call('runs:list', {}), loading: false, error: null });
+      const runs = await getClient().call('runs:list', {});
+      const selected = get().selected.filter((id) => runs.some((r) => r.id === id));
+      const first = runs.find((r) => r.manifest);
+      set({ runs, loading: false, error: null, selected: selected.length ? selected : first ? [first.id] : [] });
+      await get().refresh();
     } catch (err) {
       set({ loading: false, error: err instanceof Error ? err.message : String(err) });
+    }
+  },
+  select(runIds) {
+    set({ selected: runIds });
+    void get().refresh();
+  },
+  setQuery(query) {
+    set({ query });
+    void get().refresh();
+  },
+  setSearch(search) {
+    set({ search });
+    void get().refresh();
+  },
+  toggleSort(field, additive) {
+    const cur = get().sort;
+    const existing = cur.find((k) => k.field === field);
+    let next: SortKey[];
+    if (existing) {
+      const flipped: SortKey = { field, dir: existing.dir === 'asc' ? 'desc' : 'asc' };
+      next = additive ? cur.map((k) => (k.field === field ? flipped : k)) : [flipped];
+    } else {
+      next = additive ? [...cur, { field, dir: 'asc' }] : [{ field, dir: 'asc' }];
+    }
+    set({ sort: next });
+    void get().refresh();
+  },
+  async refresh() {
+    const version = get().version + 1;
+    set({ version, pages: {}, total: 0, problem: null });
+    const { selected, query } = get();
+    if (!selected.length) {
+      set({ stats: null });
+      return;
+    }
+    await get().ensurePage(0);
+    try {
+      const stats = await getClient().call('runs:stats', { runIds: selected, query: get().problem ? '' : query });
+      if (get().version === version) set({ stats });
+    } catch {
+      if (get().version === version) set({ stats: null });
+    }
+  },
+  async ensurePage(page) {
+    const { selected, query, search, sort, version, pages } = get();
+    if (!selected.length || pages[page]) return;
+    const key = `${version}:${page}`;
+    if (inflight.has(key)) return;
+    inflight.add(key);
+    try {
+      const res = await getClient().call('samples:query', { runIds: selected, query, search, sort, offset: page * PAGE_SIZE, limit: PAGE_SIZE });
+      if (get().version !== version) return;
+      set((s) => ({ total: res.total, pages: { ...s.pages, [page]: res.rows }, problem: res.problem ?? null, lastMs: res.ms }));
+    } catch (err) {
+      if (get().version === version) set({ problem: { message: err instanceof Error ? err.message : String(err) } });
+    } finally {
+      inflight.delete(key);
+    }
+  },
+  async openSample(runId, qid) {
+    set({ sample: null, sampleError: null });
+    try {
+      set({ sample: await getClient().call('samples:get', { runId, qid }) });
+    } catch (err) {
+      set({ sampleError: err instanceof Error ? err.message : String(err) });
     }
   },
 }));

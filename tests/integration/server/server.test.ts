@@ -92,7 +92,7 @@ describe('browser-mode server', () => {
     expect(bad.error.code).toBe('invalid_payload');
     expect(bad.error.message).toContain('theme');
     expect(bad.error.issues[0].path).toBe('theme');
-    const extra = await call(ws, 8, 'runs:samples', { runId: 'x', limit: -3 });
+    const extra = await call(ws, 8, 'samples:query', { runIds: ['x'], limit: -3 });
     expect(extra.error.issues.map((i: { path: string }) => i.path)).toContain('limit');
     const unknown = await call(ws, 9, 'nope:never', {});
     expect(unknown.error.code).toBe('unknown_method');

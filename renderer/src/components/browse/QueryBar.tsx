@@ -1,0 +1,49 @@
+import { useEffect, useState } from 'react';
+import { useRunsStore } from '../../stores/useRunsStore';
+
+/** The filter (query language) and full-text search. Enter applies the filter; search applies as you type. */
+export function QueryBar() {
+  const query = useRunsStore((s) => s.query);
+  const problem = useRunsStore((s) => s.problem);
+  const total = useRunsStore((s) => s.total);
+  const lastMs = useRunsStore((s) => s.lastMs);
+  const setQuery = useRunsStore((s) => s.setQuery);
+  const setSearch = useRunsStore((s) => s.setSearch);
+  const [draft, setDraft] = useState(query);
+  const [text, setText] = useState('');
+  useEffect(() => setDraft(query), [query]);
+  useEffect(() => {
+    const t = setTimeout(() => setSearch(text), 200);
+    return () => clearTimeout(t);
+  }, [text, setSearch]);
+  return (
+    <div className="querybar">
+      <div className="query-field">
+        <input
+          className={problem ? 'input input-bad' : 'input'}
+          placeholder="filter, e.g.  correct = false and calls > 1 and bench = vstar"
+          value={draft}
+          onChange={(e) => setDraft(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter') setQuery(draft);
+            if (e.key === 'Escape') {
+              setDraft('');
+              setQuery('');
+            }
+          }}
+          aria-label="Filter"
+          data-testid="query-input"
+          spellCheck={false}
+        />
+        {problem ? (
+          <div className="query-problem" role="alert" data-testid="query-problem">
+            {problem.column ? <pre>{`${draft}\n${' '.repeat(Math.max(0, problem.column - 1))}^`}</pre> : null}
+            {problem.message}
+          </div>
+        ) : null}
+      </div>
+      <input className="input search" placeholder="search question, answer, model text" value={text} onChange={(e) => setText(e.target.value)} aria-label="Search" data-testid="search-input" />
+      <span className="muted small" data-testid="row-count">{total.toLocaleString()} samples{lastMs !== null ? ` · ${lastMs.toFixed(0)} ms` : ''}</span>
+    </div>
+  );
+}

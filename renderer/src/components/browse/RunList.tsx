@@ -1,0 +1,41 @@
+import { useShallow } from 'zustand/react/shallow';
+import { useRunsStore } from '../../stores/useRunsStore';
+import { useAppStore } from '../../stores/useAppStore';
+import { pct } from './format';
+
+/** The workspace's runs; tick several to browse them together, exactly two to compare. */
+export function RunList() {
+  const runs = useRunsStore((s) => s.runs);
+  const selected = useRunsStore(useShallow((s) => s.selected));
+  const select = useRunsStore((s) => s.select);
+  const navigate = useAppStore((s) => s.navigate);
+  const toggle = (id: string) => select(selected.includes(id) ? selected.filter((x) => x !== id) : [...selected, id]);
+  return (
+    <div className="card run-list">
+      <div className="run-list-head">
+        <h3>Runs</h3>
+        <button type="button" className="btn" disabled={selected.length !== 2} onClick={() => navigate('runs', 'compare', selected[0]!, selected[1]!)} data-testid="compare-runs" title="Tick exactly two runs to compare them sample by sample">
+          Compare
+        </button>
+      </div>
+      <table className="table compact" data-testid="runs-table">
+        <thead>
+          <tr><th /><th>Run</th><th>Model</th><th>Bench</th><th>Prompt</th><th className="num">n</th><th className="num">Acc.</th></tr>
+        </thead>
+        <tbody>
+          {runs.map((r) => (
+            <tr key={r.id} className={selected.includes(r.id) ? 'selected' : undefined}>
+              <td><input type="checkbox" aria-label={`select ${r.id}`} checked={selected.includes(r.id)} onChange={() => toggle(r.id)} disabled={!r.manifest} /></td>
+              <td title={r.id} className="ellipsis">{r.manifest?.name ?? r.id}{r.unreadable ? <span className="badge badge-warn" title="lines that could not be read, e.g. a torn last line after a crash">{r.unreadable} unreadable</span> : null}{r.error ? <span className="badge badge-bad" title={r.error}>broken manifest</span> : null}</td>
+              <td className="ellipsis">{r.manifest?.model.id ?? '—'}</td>
+              <td>{r.manifest?.bench?.id ?? '—'}</td>
+              <td>{r.manifest?.prompt ?? '—'}</td>
+              <td className="num">{r.samples}</td>
+              <td className="num">{r.samples ? pct(r.correct / r.samples) : '—'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,101 @@
+import { useEffect, useRef } from 'react';
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useShallow } from 'zustand/react/shallow';
+import type { SortKey } from '../../../../app/contract';
+import { PAGE_SIZE, useRunsStore } from '../../stores/useRunsStore';
+import { useAppStore } from '../../stores/useAppStore';
+
+const COLUMNS: Array<{ field: SortKey['field'] | 'question'; label: string; width: string; num?: boolean }> = [
+  { field: 'run', label: 'Run', width: '120px' },
+  { field: 'bench', label: 'Bench', width: '90px' },
+  { field: 'category', label: 'Category', width: '130px' },
+  { field: 'question', label: 'Question', width: 'minmax(200px, 1fr)' },
+  { field: 'correct', label: 'Correct', width: '70px' },
+  { field: 'score', label: 'Score', width: '60px', num: true },
+  { field: 'calls', label: 'Calls', width: '55px', num: true },
+  { field: 'stop', label: 'Stop', width: '100px' },
+  { field: 'tool_errors', label: 'Tool err.', width: '70px', num: true },
+  { field: 'latency', label: 'Latency', width: '75px', num: true },
+  { field: 'label', label: 'Labels', width: '140px' },
+];
+const TEMPLATE = COLUMNS.map((c) => c.width).join(' ');
+const ROW_H = 30;
+
+/** Virtualized table of samples: renders only visible rows and fetches pages of rows on demand. */
+export function SampleTable() {
+  const total = useRunsStore((s) => s.total);
+  const pages = useRunsStore((s) => s.pages);
+  const sort = useRunsStore(useShallow((s) => s.sort));
+  const ensurePage = useRunsStore((s) => s.ensurePage);
+  const toggleSort = useRunsStore((s) => s.toggleSort);
+  const navigate = useAppStore((s) => s.navigate);
+  const parent = useRef<HTMLDivElement>(null);
+  const virtualizer = useVirtualizer({ count: total, getScrollElement: () => parent.current, estimateSize: () => ROW_H, overscan: 12 });
+  const items = virtualizer.getVirtualItems();
+  const first = items[0]?.index ?? 0;
+  const last = items[items.length - 1]?.index ?? 0;
+  useEffect(() => {
+    for (let p = Math.floor(first / PAGE_SIZE); p <= Math.floor(last / PAGE_SIZE); p++) void ensurePage(p);
+  }, [first, last, ensurePage]);
+
+  return (
+    <div className="sample-table card" data-testid="sample-table">
+      <div className="st-row st-head" style={{ gridTemplateColumns: TEMPLATE }} role="row">
+        {COLUMNS.map((c) => {
+          const k = sort.findIndex((s) => s.field === c.field);
+          const key = k >= 0 ? sort[k] : undefined;
+          return (
+            <button
+              key={c.field}
+              type="button"
+              role="columnheader"
+              className={c.num ? 'st-cell num' : 'st-cell'}
+              disabled={c.field === 'question'}
+              title={c.field === 'question' ? undefined : 'Click to sort; shift-click to add a sort key'}
+              onClick={(e) => c.field !== 'question' && toggleSort(c.field, e.shiftKey)}
+              data-testid={`sort-${c.field}`}
+            >
+              {c.label}
+              {key ? <span className="sort-mark">{key.dir === 'asc' ? '▲' : '▼'}{sort.length > 1 ? k + 1 : ''}</span> : null}
+            </button>
+          );
+        })}
+      </div>
+      <div ref={parent} className="st-body" role="rowgroup">
+        <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
+          {items.map((vi) => {
+            const row = pages[Math.floor(vi.index / PAGE_SIZE)]?.[vi.index % PAGE_SIZE];
+            return (
+              <div
+                key={vi.key}
+                role="row"
+                className={`st-row ${row ? (row.correct ? 'ok' : 'bad') : 'loading'}`}
+                style={{ gridTemplateColumns: TEMPLATE, transform: `translateY(${vi.start}px)`, height: ROW_H }}
+                onClick={() => row && navigate('runs', row.run, row.qid)}
+                data-testid="sample-row"
+              >
+                {row ? (
+                  <>
+                    <span className="st-cell ellipsis" title={row.run}>{row.run}</span>
+                    <span className="st-cell">{row.bench}</span>
+                    <span className="st-cell ellipsis">{row.category ?? ''}</span>
+                    <span className="st-cell ellipsis" title={row.question}>{row.question}</span>
+                    <span className="st-cell">{row.correct ? <span className="pill ok">✓</span> : <span className="pill bad">✗</span>}</span>
+                    <span className="st-cell num">{row.score.toFixed(2)}</span>
+                    <span className="st-cell num">{row.calls}</span>
+                    <span className="st-cell">{row.stop}</span>
+                    <span className="st-cell num">{row.tool_errors || ''}</span>
+                    <span className="st-cell num">{row.latency !== undefined ? `${(row.latency / 1000).toFixed(1)} s` : ''}</span>
+                    <span className="st-cell ellipsis">{row.labels.join(', ')}</span>
+                  </>
+                ) : (
+                  <span className="st-cell muted">…</span>
+                )}
+              </div>
+            );
+          })}
+        </div>
+      </div>
+    </div>
+  );
+}

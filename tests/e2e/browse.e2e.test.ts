@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser, newPage, ROOT, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
+
+function genRun(workspace: string, n: number, seed: number): void {
+  execFileSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/gen-large-run.ts'), '--workspace', workspace, '--n', String(n), '--seed', String(seed)], { cwd: ROOT, stdio: 'pipe' });
+}
+
+async function rowCount(page: Page): Promise<number> {
+  const text = (await page.getByTestId('row-count').textContent()) ?? '';
+  return Number(text.replace(/[^\d].*$/, '').replace(/,/g, ''));
+}
+
+describe('Runs: results, sample table, sample view, compare', () => {
+  let app: AppProcess;
+  let browser: Browser;
+  beforeAll(async () => {
+    const ws = tempWorkspace('loupe-browse-');
+    genRun(ws, 400, 1);
+    genRun(ws, 400, 2);
+    app = await startApp(ws);
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await app?.stop();
+  });
+
+  it('shows results with CIs, filters with the query language, sorts, and opens a sample', async () => {
+    const { page, errors } = await newPage(browser, { width: 1400, height: 1000 });
+    await page.goto(`${app.openUrl}#/runs`);
+    await page.getByTestId('overall-accuracy').waitFor();
+    await expect(page.getByTestId('overall-accuracy').textContent()).resolves.toMatch(/\d+\.\d %.*\[\d+\.\d, \d+\.\d\].*n = 400/);
+    await page.getByTestId('sample-row').first().waitFor();
+    expect(await rowCount(page)).toBe(400);
+
+    await page.getByTestId('query-input').fill('correct = false and calls > 1');
+    await page.getByTestId('query-input').press('Enter');
+    await page.waitForFunction(() => !/^400 /.test(document.querySelector('[data-testid=row-count]')?.textContent ?? ''));
+    const filtered = await rowCount(page);
+    expect(filtered).toBeGreaterThan(0);
+    expect(filtered).toBeLessThan(400);
+    // Every visible row satisfies the filter.
+    const cells = await page.getByTestId('sample-row').evaluateAll((rows) => rows.map((r) => [r.children[4]?.textContent, Number(r.children[6]?.textContent)]));
+    for (const [correct, calls] of cells) {
+      expect(correct).toBe('✗');
+      expect(calls).toBeGreaterThan(1);
+    }
+
+    await page.getByTestId('query-input').fill('correct = maybe and');
+    await page.getByTestId('query-input').press('Enter');
+    await page.getByTestId('query-problem').waitFor();
+    await expect(page.getByTestId('query-problem').textContent()).resolves.toMatch(/column \d+/);
+    await screenshot(page, 'runs-query-error');
+
+    await page.getByTestId('query-input').fill('');
+    await page.getByTestId('query-input').press('Enter');
+    await page.getByTestId('sort-calls').click();
+    await page.getByTestId('sort-calls').click(); // descending
+    await page.waitForFunction(() => document.querySelector('[data-testid=sort-calls]')?.textContent?.includes('▼'));
+    await page.waitForTimeout(300);
+    const callsCol = await page.getByTestId('sample-row').evaluateAll((rows) => rows.slice(0, 20).map((r) => Number(r.children[6]?.textContent)));
+    expect(callsCol.length).toBeGreaterThan(5);
+    expect([...callsCol].sort((a, b) => b - a)).toEqual(callsCol);
+    await screenshot(page, 'runs-overview');
+
+    await page.getByTestId('sample-row').first().click();
+    await page.getByTestId('sample-page').waitFor();
+    await page.getByTestId('turn-list').waitFor();
+    await expect(page.getByTestId('ground-truth').textContent()).resolves.not.toBe('');
+    await page.getByTestId('raw-toggle').check();
+    await page.getByTestId('raw-prompt').waitFor();
+    await screenshot(page, 'sample-view');
+    expect(errors).toEqual([]);
+  });
+
+  it('searches full text across question and model text', async () => {
+    const { page } = await newPage(browser, { width: 1400, height: 900 });
+    await page.goto(`${app.openUrl}#/runs`);
+    await page.getByTestId('sample-row').first().waitFor();
+    await page.getByTestId('search-input').fill('zzzz-no-such-text');
+    await page.waitForFunction(() => (document.querySelector('[data-testid=row-count]')?.textContent ?? '').startsWith('0 '));
+    expect(await rowCount(page)).toBe(0);
+  });
+
+  it('compares two runs on their shared samples with McNemar', async () => {
+    const { page, errors } = await newPage(browser, { width: 1400, height: 900 });
+    await page.goto(`${app.openUrl}#/runs`);
+    await page.getByTestId('sample-row').first().waitFor();
+    const boxes = page.locator('[data-testid=runs-table] input[type=checkbox]');
+    expect(await boxes.count()).toBe(2);
+    for (let i = 0; i < 2; i++) if (!(await boxes.nth(i).isChecked())) await boxes.nth(i).check();
+    await page.getByTestId('compare-runs').click();
+    await page.getByTestId('compare-summary').waitFor();
+    await expect(page.getByTestId('mcnemar-p').textContent()).resolves.toMatch(/p = (0|1)(\.\d+)?/);
+    await screenshot(page, 'compare');
+    expect(errors).toEqual([]);
+  });
+});
