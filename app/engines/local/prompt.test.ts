@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { EngineError } from '../errors';
+import { expandImagePads, imageRuns, reusablePrefix, videoBlocksToImages } from './prompt';
+import { StopStrings, argmax, sampleToken, seededRandom } from './sampling';
+
+const P = 9; // image token id in these examples
+
+describe('expandImagePads', () => {
+  it('expands each placeholder by its own image’s count', () => {
+    expect(expandImagePads('a<|image_pad|>b<|image_pad|>c', [2, 3])).toBe(`a${'<|image_pad|>'.repeat(2)}b${'<|image_pad|>'.repeat(3)}c`);
+  });
+  it('refuses a count mismatch, naming both numbers', () => {
+    expect(() => expandImagePads('a<|image_pad|>b', [1, 1])).toThrow(/1 <\|image_pad\|> placeholder\(s\) but the request holds 2 image\(s\)/);
+    expect(() => expandImagePads('a<|image_pad|>b', [1, 1])).toThrow(EngineError);
+  });
+});
+
+describe('videoBlocksToImages', () => {
+  it('turns a video block into one image block per frame', () => {
+    const v = '<|vision_start|><|video_pad|><|vision_end|>';
+    const i = '<|vision_start|><|image_pad|><|vision_end|>';
+    expect(videoBlocksToImages(`x${v}y${v}`, [2, 1])).toBe(`x${i}${i}y${i}`);
+    expect(() => videoBlocksToImages(`x${v}`, [])).toThrow(/1 video placeholder\(s\) but the messages hold 0 video/);
+  });
+});
+
+describe('reusablePrefix', () => {
+  const ids = [1, 2, P, P, P, 3, 4, P, P, 5, 6];
+  it('finds image runs', () => {
+    expect(imageRuns(ids, P)).toEqual([
+      [2, 5],
+      [7, 9],
+    ]);
+  });
+  it('reuses the whole shared prefix when images are the same', () => {
+    const next = [...ids, 7, 8];
+    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'] }, { ids: next, imageKeys: ['a', 'b'] }, P)).toBe(ids.length);
+  });
+  it('stops before an image whose identity changed, even if its tokens match', () => {
+    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'] }, { ids: [...ids, 7], imageKeys: ['a', 'c'] }, P)).toBe(7);
+  });
+  it('never splits an image run', () => {
+    const next = [1, 2, P, P, P, 3, 4, P, P, P, 5];
+    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'] }, { ids: next, imageKeys: ['a', 'x'] }, P)).toBe(7);
+  });
+  it('leaves at least one token to run', () => {
+    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'] }, { ids, imageKeys: ['a', 'b'] }, P)).toBe(ids.length - 1);
+  });
+});
+
+describe('sampling', () => {
+  it('is greedy at temperature 0, first index on ties', () => {
+    expect(sampleToken([0, 3, 3, 1], 0, 4, { temperature: 0, topP: 1, topK: -1 }, Math.random)).toBe(1);
+    expect(argmax([5, 1, 9, 9], 1, 3)).toBe(1);
+  });
+  it('top-k 1 is greedy even when sampling', () => {
+    const r = seededRandom(1);
+    for (let i = 0; i < 20; i++) expect(sampleToken([0, 2, 1], 0, 3, { temperature: 1, topP: 1, topK: 1 }, r)).toBe(1);
+  });
+  it('top-p keeps only the nucleus', () => {
+    const r = seededRandom(2);
+    const seen = new Set<number>();
+    for (let i = 0; i < 200; i++) seen.add(sampleToken([10, 9.5, 0, 0], 0, 4, { temperature: 1, topP: 0.9, topK: -1 }, r));
+    expect([...seen].sort()).toEqual([0, 1]);
+  });
+  it('is reproducible with a seed', () => {
+    const draw = (s: number) => {
+      const r = seededRandom(s);
+      return Array.from({ length: 10 }, () => sampleToken([1, 1, 1, 1], 0, 4, { temperature: 1, topP: 1, topK: -1 }, r));
+    };
+    expect(draw(7)).toEqual(draw(7));
+    expect(draw(7)).not.toEqual(draw(8));
+  });
+});
+
+describe('StopStrings', () => {
+  const s = new StopStrings(['</tool_call>', 'STOP']);
+  it('finds the earliest stop', () => {
+    expect(s.check('abc STOP x </tool_call>')).toBe(4);
+    expect(s.check('nothing here')).toBe(-1);
+  });
+  it('holds back a possible stop prefix and an unfinished character', () => {
+    expect(s.safeLength('hello </tool')).toBe(6);
+    expect(s.safeLength('hello ST')).toBe(6);
+    expect(s.safeLength('caf\uFFFD')).toBe(3);
+    expect(s.safeLength('plain')).toBe(5);
+  });
+});

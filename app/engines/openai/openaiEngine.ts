@@ -1,0 +1,325 @@
+/**
+ * An engine over any OpenAI-compatible chat completions server (vLLM, SGLang, `loupe serve-model`).
+ *
+ * Images go as data URLs; a video as its frames (one image part each). Responses are always streamed (SSE) so a
+ * stalled server is noticed (`idleTimeoutMs` between chunks) and `onToken` sees text as it comes. Sampling knobs the
+ * OpenAI schema lacks (`top_k`) travel in the request body as vLLM/SGLang read them.
+ *
+ * Retries: 429, 5xx, connection refused/reset, timeouts and streams that drop before any text was handed to `onToken`
+ * are retried with exponential backoff (Retry-After honoured) up to `maxRetries`. A stream that drops after text was
+ * already streamed to the caller is not retried (the caller has seen it): it fails with EngineError('network').
+ * Every failure is an EngineError naming the server, the status and the attempt count.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import type { ChatMessage, Engine, EngineImage, EngineInfo, GenerateRequest, GenerateResult } from '../types';
+import { EngineError } from '../errors';
+
+export interface OpenAIEngineOptions {
+  /** e.g. http://127.0.0.1:8000/v1 */
+  baseURL: string;
+  model: string;
+  apiKey?: string;
+  /** Requests in flight at once (default 4); more wait their turn. */
+  concurrency?: number;
+  /** Deadline for one attempt until the first chunk arrives (default 120 s). */
+  timeoutMs?: number;
+  /** Longest gap between stream chunks before the attempt is abandoned (default = timeoutMs). */
+  idleTimeoutMs?: number;
+  /** Retries after the first attempt (default 3). */
+  maxRetries?: number;
+  /** First backoff step in ms (default 500; doubles each retry, with jitter; capped at 20 s). */
+  retryBaseMs?: number;
+  /** Merged into every request body (e.g. `{ repetition_penalty: 1.05 }`, `{ chat_template_kwargs: … }`). */
+  extraBody?: Record<string, unknown>;
+  /** Also cut at stop strings client-side, in case a server ignores `stop` (default true). */
+  enforceStop?: boolean;
+}
+
+type Part = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
+
+const MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp', '.gif': 'image/gif' };
+
+async function dataUrl(img: EngineImage): Promise<string> {
+  const mime = img.mime ?? MIME[path.extname(img.path).toLowerCase()] ?? 'image/png';
+  let buf: Buffer;
+  try {
+    buf = await readFile(img.path);
+  } catch {
+    throw new EngineError('bad_request', `image ${img.id} not found at ${img.path}`);
+  }
+  return `data:${mime};base64,${buf.toString('base64')}`;
+}
+
+/** OpenAI chat messages for a conversation: text parts as text, images as data URLs, videos as their frames. */
+export async function toOpenAIMessages(messages: ChatMessage[]): Promise<Array<{ role: string; content: string | Part[] }>> {
+  const out: Array<{ role: string; content: string | Part[] }> = [];
+  for (const m of messages) {
+    const parts: Part[] = [];
+    for (const c of m.content) {
+      if (c.type === 'text') parts.push({ type: 'text', text: c.text });
+      else if (c.type === 'image') parts.push({ type: 'image_url', image_url: { url: await dataUrl(c.image) } });
+      else for (const f of c.frames) parts.push({ type: 'image_url', image_url: { url: await dataUrl(f) } });
+    }
+    // plain strings for text-only messages: some servers' templates do not accept part lists for system/assistant
+    const textOnly = parts.every((p) => p.type === 'text');
+    out.push({ role: m.role, content: textOnly ? parts.map((p) => (p as { text: string }).text).join('') : parts });
+  }
+  return out;
+}
+
+class Semaphore {
+  private waiting: Array<() => void> = [];
+  private busy = 0;
+  constructor(private readonly max: number) {}
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    if (this.busy >= this.max) {
+      await new Promise<void>((resolve, reject) => {
+        const go = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        const onAbort = () => {
+          this.waiting = this.waiting.filter((w) => w !== go);
+          reject(new EngineError('cancelled', 'cancelled while waiting for a free request slot'));
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        this.waiting.push(go);
+      });
+    }
+    this.busy++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.busy--;
+      this.waiting.shift()?.();
+    };
+  }
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+interface AttemptError {
+  error: EngineError;
+  retryAfterMs?: number;
+}
+
+export class OpenAIEngine implements Engine {
+  private readonly client: OpenAI;
+  private readonly sem: Semaphore;
+  private readonly o: Required<Omit<OpenAIEngineOptions, 'apiKey' | 'extraBody'>> & Pick<OpenAIEngineOptions, 'extraBody'>;
+
+  constructor(opts: OpenAIEngineOptions) {
+    const timeoutMs = opts.timeoutMs ?? 120_000;
+    this.o = {
+      baseURL: opts.baseURL,
+      model: opts.model,
+      concurrency: opts.concurrency ?? 4,
+      timeoutMs,
+      idleTimeoutMs: opts.idleTimeoutMs ?? timeoutMs,
+      maxRetries: opts.maxRetries ?? 3,
+      retryBaseMs: opts.retryBaseMs ?? 500,
+      enforceStop: opts.enforceStop ?? true,
+      ...(opts.extraBody ? { extraBody: opts.extraBody } : {}),
+    };
+    // retries and timeouts are ours (the SDK cannot retry a stream that dropped mid-way)
+    this.client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey ?? 'EMPTY', maxRetries: 0, timeout: timeoutMs });
+    this.sem = new Semaphore(this.o.concurrency);
+  }
+
+  info(): EngineInfo {
+    return { id: `openai:${this.o.baseURL}#${this.o.model}`, kind: 'openai', model: this.o.model };
+  }
+
+  async generate(req: GenerateRequest): Promise<GenerateResult> {
+    const t0 = Date.now();
+    const cancelled = (text = ''): GenerateResult => ({
+      text,
+      promptTokens: 0,
+      completionTokens: 0,
+      finishReason: 'cancelled',
+      latencyMs: Date.now() - t0,
+    });
+    if (req.signal?.aborted) return cancelled();
+    const messages = await toOpenAIMessages(req.messages);
+    const body: Record<string, unknown> = {
+      model: this.o.model,
+      messages,
+      max_tokens: req.maxTokens,
+      temperature: req.temperature,
+      top_p: req.topP,
+      ...(req.topK > 0 ? { top_k: req.topK } : {}),
+      ...(req.stop.length ? { stop: req.stop } : {}),
+      ...(req.seed !== undefined ? { seed: req.seed } : {}),
+      ...this.o.extraBody,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    let release: (() => void) | null = null;
+    try {
+      release = await this.sem.acquire(req.signal);
+    } catch (e) {
+      if (req.signal?.aborted) return cancelled();
+      throw e;
+    }
+    try {
+      let last: AttemptError | null = null;
+      let attempts = 0;
+      for (let attempt = 0; attempt <= this.o.maxRetries; attempt++) {
+        attempts++;
+        if (attempt > 0) {
+          const backoff = Math.min(20_000, this.o.retryBaseMs * 2 ** (attempt - 1)) * (0.75 + Math.random() * 0.5);
+          await sleep(Math.max(backoff, last?.retryAfterMs ?? 0), req.signal);
+          if (req.signal?.aborted) return cancelled();
+        }
+        const r = await this.attempt(body, req, t0);
+        if ('result' in r) return r.result;
+        last = r;
+        if (!r.error.retryable) break;
+      }
+      const e = last!.error;
+      throw new EngineError(e.kind, `${e.message} (${this.o.baseURL}, model ${this.o.model}; ${attempts === 1 && !e.retryable ? 'not retryable' : `gave up after ${attempts} attempt${attempts > 1 ? 's' : ''}`})`, {
+        ...(e.status !== undefined ? { status: e.status } : {}),
+        retryable: false,
+        cause: e,
+      });
+    } finally {
+      release();
+    }
+  }
+
+  private async attempt(body: Record<string, unknown>, req: GenerateRequest, t0: number): Promise<{ result: GenerateResult } | AttemptError> {
+    const ac = new AbortController();
+    let why: 'timeout' | 'idle' | null = null;
+    let timer: ReturnType<typeof setTimeout> = setTimeout(() => ((why = 'timeout'), ac.abort()), this.o.timeoutMs);
+    const kick = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => ((why = 'idle'), ac.abort()), this.o.idleTimeoutMs);
+    };
+    const onAbort = () => ac.abort();
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+    let text = '';
+    let shown = 0;
+    let finish: string | null = null;
+    let usage: { prompt_tokens?: number; completion_tokens?: number } | undefined;
+    try {
+      const stream = (await this.client.chat.completions.create(body as never, { signal: ac.signal })) as unknown as AsyncIterable<{
+        choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>;
+        usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+      }>;
+      kick();
+      for await (const chunk of stream) {
+        kick();
+        if (chunk.usage) usage = chunk.usage;
+        const ch = chunk.choices?.[0];
+        if (!ch) continue;
+        const d = ch.delta?.content ?? '';
+        if (d) {
+          text += d;
+          if (this.o.enforceStop && req.stop.length) {
+            const cut = firstStop(text, req.stop);
+            if (cut >= 0) {
+              text = text.slice(0, cut);
+              finish = 'stop';
+              if (req.onToken && text.length > shown) req.onToken(text.slice(shown));
+              shown = text.length;
+              ac.abort();
+              break;
+            }
+          }
+          if (req.onToken) {
+            const safe = this.o.enforceStop ? text.length - heldBack(text, req.stop) : text.length;
+            if (safe > shown) {
+              req.onToken(text.slice(shown, safe));
+              shown = safe;
+            }
+          }
+        }
+        if (ch.finish_reason) finish = ch.finish_reason;
+      }
+      if (req.onToken && text.length > shown) req.onToken(text.slice(shown));
+      if (req.signal?.aborted && finish === null) return { result: this.result(text, 'cancelled', usage, t0) };
+      if (finish === null) {
+        // the server closed the stream without a finish_reason: a dropped connection
+        return this.dropped(text, shown, 'the stream ended without a finish_reason');
+      }
+      return { result: this.result(text, finish === 'length' ? 'length' : 'stop', usage, t0) };
+    } catch (e) {
+      if (finish === 'stop' && ac.signal.aborted) return { result: this.result(text, 'stop', usage, t0) };
+      if (req.signal?.aborted) return { result: this.result(text, 'cancelled', usage, t0) };
+      if (why !== null) {
+        const msg = why === 'timeout' ? `no response within ${this.o.timeoutMs} ms` : `the stream stalled for ${this.o.idleTimeoutMs} ms`;
+        if (shown > 0) return { error: new EngineError('timeout', `${msg} after ${shown} chars were streamed`, { retryable: false }) };
+        return { error: new EngineError('timeout', msg, { retryable: true }) };
+      }
+      if (e instanceof APIUserAbortError) return { result: this.result(text, 'cancelled', usage, t0) };
+      if (e instanceof APIConnectionError) return this.dropped(text, shown, `connection failed: ${e.message}`);
+      if (e instanceof APIError && e.status !== undefined) {
+        const status = e.status;
+        const retryable = status === 429 || status === 408 || status >= 500;
+        const ra = e.headers?.get?.('retry-after');
+        const retryAfterMs = ra && Number.isFinite(Number(ra)) ? Number(ra) * 1000 : undefined;
+        return {
+          error: new EngineError('http', `HTTP ${status}: ${e.message}`, { status, retryable }),
+          ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+        };
+      }
+      // a socket reset inside the SSE body surfaces as a plain error from the stream reader
+      return this.dropped(text, shown, `stream failed: ${(e as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private dropped(text: string, shown: number, why: string): AttemptError {
+    if (shown > 0) {
+      return { error: new EngineError('network', `${why} after ${shown} chars were streamed (${JSON.stringify(text.slice(-40))}…); not retried`, { retryable: false }) };
+    }
+    return { error: new EngineError('network', why, { retryable: true }) };
+  }
+
+  private result(text: string, finish: GenerateResult['finishReason'], usage: { prompt_tokens?: number; completion_tokens?: number } | undefined, t0: number): GenerateResult {
+    return {
+      text,
+      promptTokens: usage?.prompt_tokens ?? 0,
+      completionTokens: usage?.completion_tokens ?? 0,
+      finishReason: finish,
+      latencyMs: Date.now() - t0,
+    };
+  }
+
+  async dispose(): Promise<void> {
+    // nothing held: HTTP connections close with their requests
+  }
+}
+
+function firstStop(text: string, stops: readonly string[]): number {
+  let cut = -1;
+  for (const s of stops) {
+    if (!s) continue;
+    const i = text.indexOf(s);
+    if (i >= 0 && (cut < 0 || i < cut)) cut = i;
+  }
+  return cut;
+}
+
+/** Length of the longest tail of `text` that could be the start of a stop string (not shown yet). */
+function heldBack(text: string, stops: readonly string[]): number {
+  let hold = 0;
+  for (const s of stops) {
+    for (let k = Math.min(s.length - 1, text.length); k > hold; k--) {
+      if (text.endsWith(s.slice(0, k))) {
+        hold = k;
+        break;
+      }
+    }
+  }
+  return hold;
+}

@@ -1,0 +1,362 @@
+/**
+ * The local Qwen2.5-VL-family runtime over transformers.js + onnxruntime-node. It runs inside the engine worker (or
+ * in-thread for tests, the bench and `serve-model`).
+ *
+ * transformers.js' own `generate()` cannot serve Loupe: its processor takes one image per call, its cached-turn path
+ * drops new images (`prepare_inputs_for_generation` nulls `pixel_values` once a cache exists), and it has no stop
+ * strings or cancel. So this file keeps transformers.js for what it does well — tokenizer, chat template, image
+ * processor, ONNX sessions and `model.forward` (embed → vision → merge → decoder) — and drives the loop itself:
+ * per-image preprocessing with the caller's MIN/MAX_PIXELS, `<|image_pad|>` expansion per image, the vision encoder
+ * run once per image (the exported encoder takes one image's grid), mrope positions from `get_rope_index` over the
+ * whole conversation, a KV cache kept across turns (longest safe shared prefix), sampling, stop strings and cancel.
+ */
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor, cat, env } from '@huggingface/transformers';
+import type { EngineDevice, EngineDtypeSpec, EngineImage, EngineInfo, GenerateResult } from '../../app/engines/types';
+import type { LoadOptions, WireGenerateRequest } from '../../app/engines/local/protocol';
+import { EngineError } from '../../app/engines/errors';
+import {
+  collectImages,
+  expandImagePads,
+  imageRuns,
+  reusablePrefix,
+  toTemplateMessages,
+  videoBlocksToImages,
+  videoFrameCounts,
+  IMAGE_PAD,
+} from '../../app/engines/local/prompt';
+import { StopStrings, sampleToken, seededRandom } from '../../app/engines/local/sampling';
+import { validateModelFolder } from '../../app/engines/local/modelFolder';
+
+/* The slices of transformers.js' untyped-at-runtime objects this file uses. */
+type AnyTensor = Tensor;
+interface Tok {
+  encode(text: string, opts?: { add_special_tokens?: boolean }): number[];
+  decode(ids: number[], opts?: { skip_special_tokens?: boolean }): string;
+  apply_chat_template(messages: unknown[], opts: Record<string, unknown>): unknown;
+  eos_token_id?: number;
+  model: { convert_tokens_to_ids?(t: string[]): Array<number | undefined> };
+}
+interface ImageProc {
+  (images: unknown): Promise<{ pixel_values: AnyTensor; image_grid_thw: AnyTensor }>;
+  min_pixels: number;
+  max_pixels: number;
+  config: { merge_size?: number };
+}
+interface Proc {
+  tokenizer: Tok;
+  image_processor: ImageProc;
+}
+interface QwenModel {
+  config: { image_token_id: number; model_type: string; text_config?: { vocab_size?: number } };
+  generation_config?: { eos_token_id?: number | number[] };
+  forward(inputs: Record<string, unknown>): Promise<Record<string, AnyTensor>>;
+  get_rope_index(ids: AnyTensor, image_grid_thw: AnyTensor | null, video_grid_thw: AnyTensor | null, mask: AnyTensor): [AnyTensor, AnyTensor];
+  encode_image(args: { pixel_values: AnyTensor; image_grid_thw: AnyTensor }): Promise<AnyTensor>;
+  encode_text(args: { input_ids: AnyTensor }): Promise<AnyTensor>;
+  sessions: Record<string, { run(feeds: Record<string, unknown>): Promise<Record<string, unknown>> }>;
+  dispose(): Promise<unknown>;
+}
+
+interface PreparedImage {
+  key: string;
+  pixelValues: AnyTensor;
+  grid: [number, number, number];
+  tokens: number;
+}
+
+interface KvState {
+  ids: number[];
+  imageKeys: string[];
+  past: Record<string, AnyTensor>;
+}
+
+export interface RuntimeHooks {
+  onToken?: (delta: string) => void;
+  isCancelled?: () => boolean;
+}
+
+const i64 = (xs: ArrayLike<number | bigint>, dims: number[]) =>
+  new Tensor('int64', BigInt64Array.from(Array.from(xs, (x) => BigInt(x))), dims);
+
+export class QwenVLRuntime {
+  private cache: KvState | null = null;
+  private readonly images = new Map<string, PreparedImage>();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly processor: Proc,
+    private readonly model: QwenModel,
+    readonly info: EngineInfo,
+    private readonly kvCache: boolean,
+    private readonly eos: Set<number>,
+  ) {
+    // The exported vision encoder takes one image's grid per call (as the onnx-community exports do): run it per
+    // image and concatenate, instead of sending all images at once.
+    const encodeOne = model.encode_image.bind(model);
+    model.encode_image = async ({ pixel_values, image_grid_thw }) => {
+      const grids = image_grid_thw.tolist() as bigint[][];
+      if (grids.length <= 1) return encodeOne({ pixel_values, image_grid_thw });
+      const feats: AnyTensor[] = [];
+      let row = 0;
+      for (const g of grids) {
+        const n = Number(g[0]) * Number(g[1]) * Number(g[2]);
+        feats.push(await encodeOne({ pixel_values: pixel_values.slice([row, row + n], null), image_grid_thw: i64(g, [1, 3]) }));
+        row += n;
+      }
+      return cat(feats, 0);
+    };
+  }
+
+  /** Validates the folder, loads processor + model on the requested device, falling back to CPU with the reason. */
+  static async load(opts: LoadOptions): Promise<QwenVLRuntime> {
+    const dir = path.resolve(opts.modelDir);
+    const requested: EngineDevice = opts.device ?? 'cpu';
+    const dtype: EngineDtypeSpec = opts.dtype ?? 'fp32';
+    const report = await validateModelFolder(dir, { dtype });
+    if (!report.ok) throw new EngineError('model_folder', report.errors.join('\n'));
+    env.allowRemoteModels = false;
+    env.allowLocalModels = true;
+    env.localModelPath = '';
+    let processor: Proc;
+    try {
+      processor = (await AutoProcessor.from_pretrained(dir)) as unknown as Proc;
+    } catch (e) {
+      throw new EngineError('load', `${dir}: could not load the processor/tokenizer: ${(e as Error).message}`, { cause: e });
+    }
+    const tryLoad = async (device: EngineDevice): Promise<QwenModel> => {
+      const m = (await AutoModelForImageTextToText.from_pretrained(dir, {
+        device,
+        dtype: dtype as never,
+      })) as unknown as QwenModel;
+      // a one-token smoke run: a provider that loads but cannot execute fails here, not mid-answer
+      await m.encode_text({ input_ids: i64([0], [1, 1]) });
+      return m;
+    };
+    let model: QwenModel;
+    let device = requested;
+    let fallbackReason: string | undefined;
+    try {
+      model = await tryLoad(requested);
+    } catch (e) {
+      if (requested === 'cpu') throw new EngineError('load', `${dir}: could not load the ONNX model: ${(e as Error).message}`, { cause: e });
+      fallbackReason = `device '${requested}' failed: ${(e as Error).message.split('\n')[0]}`;
+      device = 'cpu';
+      try {
+        model = await tryLoad('cpu');
+      } catch (e2) {
+        throw new EngineError('load', `${dir}: could not load the ONNX model on '${requested}' or 'cpu': ${(e2 as Error).message}`, { cause: e2 });
+      }
+    }
+    const eos = new Set<number>();
+    const g = model.generation_config?.eos_token_id;
+    for (const x of Array.isArray(g) ? g : g === undefined ? [] : [g]) eos.add(x);
+    const te = processor.tokenizer.eos_token_id;
+    if (typeof te === 'number') eos.add(te);
+    const info: EngineInfo = {
+      id: `local:${path.basename(dir)}`,
+      kind: 'local',
+      model: dir,
+      device,
+      dtype,
+      ...(fallbackReason ? { requestedDevice: requested, fallbackReason } : {}),
+    };
+    return new QwenVLRuntime(processor, model, info, opts.kvCache ?? true, eos);
+  }
+
+  get tokenizer(): Tok {
+    return this.processor.tokenizer;
+  }
+
+  /** The chat template's rendering of a conversation (videos as frames), ready for generation. */
+  renderPrompt(req: Pick<WireGenerateRequest, 'messages' | 'prompt'>): string {
+    if (req.prompt !== undefined) return videoBlocksToImages(req.prompt, videoFrameCounts(req.messages));
+    const msgs = toTemplateMessages(req.messages);
+    const last = msgs.at(-1);
+    // a trailing assistant message is a prefix to continue, not a finished turn
+    if (last && last.role === 'assistant') {
+      const head = this.tokenizer.apply_chat_template(msgs.slice(0, -1), { tokenize: false, add_generation_prompt: true }) as string;
+      return head + last.content.map((c) => c.text ?? '').join('');
+    }
+    return this.tokenizer.apply_chat_template(msgs, { tokenize: false, add_generation_prompt: true }) as string;
+  }
+
+  private async prepareImage(img: EngineImage, minPixels?: number, maxPixels?: number): Promise<PreparedImage> {
+    let st;
+    try {
+      st = await stat(img.path);
+    } catch {
+      throw new EngineError('bad_request', `image ${img.id} not found at ${img.path}`);
+    }
+    const key = `${img.path}|${st.size}|${st.mtimeMs}|${minPixels ?? ''}|${maxPixels ?? ''}`;
+    const hit = this.images.get(key);
+    if (hit) return hit;
+    const ip = this.processor.image_processor;
+    const saved = [ip.min_pixels, ip.max_pixels] as const;
+    let out;
+    try {
+      if (minPixels !== undefined) ip.min_pixels = minPixels;
+      if (maxPixels !== undefined) ip.max_pixels = maxPixels;
+      out = await ip(await RawImage.read(img.path));
+    } catch (e) {
+      throw new EngineError('bad_request', `image ${img.id} (${img.path}) could not be preprocessed: ${(e as Error).message}`, { cause: e });
+    } finally {
+      [ip.min_pixels, ip.max_pixels] = saved;
+    }
+    const g = (out.image_grid_thw.tolist() as bigint[][])[0]!.map(Number) as [number, number, number];
+    const merge = ip.config.merge_size ?? 2;
+    const p: PreparedImage = { key, pixelValues: out.pixel_values, grid: g, tokens: (g[0] * g[1] * g[2]) / (merge * merge) };
+    if (this.images.size >= 64) this.images.delete(this.images.keys().next().value!);
+    this.images.set(key, p);
+    return p;
+  }
+
+  /** Prompt token ids exactly as `generate` would feed them (image pads expanded). */
+  async encode(req: WireGenerateRequest): Promise<{ ids: number[]; images: PreparedImage[] }> {
+    const prompt = this.renderPrompt(req);
+    const imgs = collectImages(req.messages);
+    const prepared: PreparedImage[] = [];
+    for (const im of imgs) prepared.push(await this.prepareImage(im, req.minPixels, req.maxPixels));
+    const ids = this.tokenizer.encode(expandImagePads(prompt, prepared.map((p) => p.tokens)), { add_special_tokens: false });
+    const runs = imageRuns(ids, this.model.config.image_token_id);
+    const want = prepared.reduce((a, p) => a + p.tokens, 0);
+    const got = runs.reduce((a, [s, e]) => a + e - s, 0);
+    if (runs.length !== prepared.length || got !== want) {
+      throw new EngineError('bad_request', `tokenized prompt holds ${runs.length} image run(s) of ${got} tokens; expected ${prepared.length} of ${want} (is ${IMAGE_PAD} written inside other text?)`);
+    }
+    return { ids, images: prepared };
+  }
+
+  /** Requests run one at a time (one model, one cache). */
+  generate(req: WireGenerateRequest, hooks: RuntimeHooks = {}): Promise<GenerateResult> {
+    const run = this.queue.then(() => this.generateNow(req, hooks));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async generateNow(req: WireGenerateRequest, hooks: RuntimeHooks): Promise<GenerateResult> {
+    const t0 = performance.now();
+    const { ids, images } = await this.encode(req);
+    const L = ids.length;
+    const imageTok = this.model.config.image_token_id;
+    const keys = images.map((p) => p.key);
+    const gridT = images.length ? i64(images.flatMap((p) => p.grid), [images.length, 3]) : null;
+    const [pos, deltaT] = this.model.get_rope_index(i64(ids, [1, L]), gridT, null, i64(new Array(L).fill(1), [1, L]));
+    const delta = Number((deltaT.tolist() as Array<Array<number | bigint>>)[0]![0]!);
+
+    let start = 0;
+    let past: Record<string, AnyTensor> | null = null;
+    if (this.kvCache && this.cache) {
+      start = reusablePrefix(this.cache, { ids, imageKeys: keys }, imageTok);
+      if (start > 0) {
+        past = {};
+        for (const [k, v] of Object.entries(this.cache.past)) past[k] = v.dims[2] === start ? v : v.slice(null, null, [0, start], null);
+      }
+    }
+    this.cache = null;
+    const runsAfter = imageRuns(ids, imageTok).map(([s], i) => [s, i] as const).filter(([s]) => s >= start).map(([, i]) => images[i]!);
+    const feeds: Record<string, unknown> = {
+      input_ids: i64(ids.slice(start), [1, L - start]),
+      attention_mask: i64(new Array(L).fill(1), [1, L]),
+      position_ids: pos.slice(null, null, [start, L]),
+      past_key_values: past,
+      // only the last position's logits are needed (fed only if the exported decoder declares it)
+      num_logits_to_keep: new Tensor('int64', [1n], []),
+    };
+    if (runsAfter.length) {
+      feeds.pixel_values = cat(runsAfter.map((p) => p.pixelValues), 0);
+      feeds.image_grid_thw = i64(runsAfter.flatMap((p) => p.grid), [runsAfter.length, 3]);
+    }
+    let out: Record<string, AnyTensor>;
+    try {
+      out = await this.model.forward(feeds);
+    } catch (e) {
+      throw new EngineError('load', `prefill failed: ${(e as Error).message}`, { cause: e });
+    }
+    const t1 = performance.now();
+
+    const rand = seededRandom(req.seed ?? (Math.random() * 2 ** 32) >>> 0);
+    const stops = new StopStrings(req.stop);
+    const generated: number[] = [];
+    let emitted = 0;
+    let text = '';
+    let finish: GenerateResult['finishReason'] = 'length';
+    const stream = req.stream !== false && hooks.onToken;
+    for (;;) {
+      const logits = out.logits!;
+      const [, S, V] = logits.dims as [number, number, number];
+      if (req.maxTokens <= 0) break;
+      const tok = sampleToken(logits.data as Float32Array, (S - 1) * V, V, req, rand);
+      generated.push(tok);
+      past = presentToPast(out);
+      if (this.eos.has(tok)) {
+        finish = 'stop';
+        text = this.tokenizer.decode(generated, { skip_special_tokens: true });
+        break;
+      }
+      text = this.tokenizer.decode(generated, { skip_special_tokens: true });
+      const cut = stops.check(text, emitted);
+      if (cut >= 0) {
+        text = text.slice(0, cut);
+        finish = 'stop';
+        break;
+      }
+      if (stream) {
+        const safe = stops.safeLength(text);
+        if (safe > emitted) {
+          hooks.onToken!(text.slice(emitted, safe));
+          emitted = safe;
+        }
+      }
+      if (generated.length >= req.maxTokens) break;
+      if (hooks.isCancelled?.()) {
+        finish = 'cancelled';
+        break;
+      }
+      const n = L + generated.length; // tokens whose KV will exist after this step
+      const p = L + generated.length - 1 + delta;
+      out = await this.model.forward({
+        input_ids: i64([tok], [1, 1]),
+        attention_mask: i64(new Array(n).fill(1), [1, n]),
+        position_ids: i64([p, p, p], [3, 1, 1]),
+        past_key_values: past,
+        num_logits_to_keep: new Tensor('int64', [1n], []),
+      });
+    }
+    if (stream && text.length > emitted) hooks.onToken!(text.slice(emitted));
+    if (past && this.kvCache) {
+      // the cache holds the prompt plus every generated token except the last one sampled (never fed back)
+      this.cache = { ids: ids.concat(generated.slice(0, -1)), imageKeys: keys, past };
+    }
+    const t2 = performance.now();
+    return {
+      text,
+      promptTokens: L,
+      completionTokens: generated.length,
+      finishReason: finish,
+      latencyMs: t2 - t0,
+      tokens: generated,
+      cachedTokens: start,
+      prefillMs: t1 - t0,
+      decodeMs: t2 - t1,
+    };
+  }
+
+  /** Drops the cross-turn KV cache (e.g. before a new episode). */
+  resetCache(): void {
+    this.cache = null;
+  }
+
+  async dispose(): Promise<void> {
+    this.cache = null;
+    this.images.clear();
+    await this.model.dispose();
+  }
+}
+
+function presentToPast(out: Record<string, AnyTensor>): Record<string, AnyTensor> {
+  const past: Record<string, AnyTensor> = {};
+  for (const [k, v] of Object.entries(out)) if (k.startsWith('present')) past[k.replace('present', 'past_key_values')] = v;
+  return past;
+}

@@ -1,0 +1,70 @@
+/**
+ * Local engine throughput on CPU for the committed tiny Qwen2.5-VL (prefill and decode tokens/s, fp32 and q8,
+ * one image and a three-image conversation, and a second turn that reuses the KV cache), plus the recorded PyTorch
+ * `generate` numbers from the GPU machine (models/reports/device-*.json) for reference.
+ */
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { QwenVLRuntime } from '../../native/engine/qwenRuntime';
+import { greedy, parity, toMessages, TINY_DIR } from '../integration/engines/parityFixture';
+
+const round = (x: number) => Math.round(x * 10) / 10;
+
+export async function bench(): Promise<Array<Record<string, string | number>>> {
+  const rows: Array<Record<string, string | number>> = [];
+  const cpu = `${os.cpus()[0]?.model ?? 'cpu'} ×${os.cpus().length}`;
+  for (const dtype of ['fp32', 'q8'] as const) {
+    const rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, dtype, kvCache: false });
+    try {
+      for (const [name, c] of Object.entries(parity.cases)) {
+        const req = greedy(c, { maxTokens: 64 });
+        await rt.generate(req); // warm-up
+        let pre = 0, preMs = 0, dec = 0, decMs = 0;
+        for (let i = 0; i < 3; i++) {
+          const r = await rt.generate(req);
+          pre += r.promptTokens;
+          preMs += r.prefillMs ?? 0;
+          dec += r.completionTokens - 1;
+          decMs += r.decodeMs ?? 0;
+        }
+        rows.push({ source: 'node (this machine)', device: cpu, model: 'tiny-random-qwen25vl', dtype, case: name, prompt_tokens: c.input_ids.length,
+          prefill_tok_s: round(pre / (preMs / 1000)), decode_tok_s: round(dec / (decMs / 1000)) });
+      }
+    } finally {
+      await rt.dispose();
+    }
+  }
+  // second turn with the KV cache: the three-image conversation after a turn that ended at the first crop
+  const rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: true });
+  try {
+    const c = parity.cases.multi_image;
+    let ms = 0, cached = 0, total = 0;
+    for (let i = 0; i < 3; i++) {
+      rt.resetCache();
+      await rt.generate({ ...greedy(c), messages: toMessages(c).slice(0, 4), maxTokens: 4 });
+      const r = await rt.generate(greedy(c, { maxTokens: 1 }));
+      ms += r.prefillMs ?? 0;
+      cached += r.cachedTokens ?? 0;
+      total += r.promptTokens;
+    }
+    rows.push({ source: 'node (this machine)', device: cpu, model: 'tiny-random-qwen25vl', dtype: 'fp32', case: `multi_image 2nd turn (KV reuse ${Math.round((100 * cached) / total)}%)`,
+      prompt_tokens: c.input_ids.length, prefill_tok_s: round(total / (ms / 1000)), decode_tok_s: '' });
+  } finally {
+    await rt.dispose();
+  }
+  // recorded on the GPU machine by models/make_tiny_qwen25vl.py --bench-gpu (PyTorch generate, bf16)
+  for (const [file, model] of [['device-tiny-report.json', 'tiny-random-qwen25vl'], ['device-q3b-report.json', 'random Qwen2.5-VL-3B config']] as const) {
+    try {
+      const rep = JSON.parse(readFileSync(fileURLToPath(new URL(`../../models/reports/${file}`, import.meta.url)), 'utf8')) as {
+        gpu_bench?: { gpu: string; dtype: string; prompt_tokens: number; prefill_tok_s: number; decode_tok_s: number };
+      };
+      const g = rep.gpu_bench;
+      if (g) rows.push({ source: `recorded: PyTorch generate (${file})`, device: g.gpu, model, dtype: g.dtype, case: 'single_image', prompt_tokens: g.prompt_tokens,
+        prefill_tok_s: round(g.prefill_tok_s), decode_tok_s: round(g.decode_tok_s) });
+    } catch {
+      // no recorded report: nothing to show
+    }
+  }
+  return rows;
+}
