@@ -23,13 +23,13 @@ function sample(i: number, extra: Partial<SampleRecord> = {}): SampleRecord {
 
 describe('defaultWorkspaceDir', () => {
   it('follows XDG on Linux, Application Support on macOS, APPDATA on Windows, and the override', () => {
-    expect(defaultWorkspaceDir({ env: {}, platform: 'linux', home: '/home/u' })).toBe('/home/u/.local/share/loupe');
-    expect(defaultWorkspaceDir({ env: { XDG_DATA_HOME: '/data/x' }, platform: 'linux', home: '/home/u' })).toBe('/data/x/loupe');
+    expect(defaultWorkspaceDir({ env: {}, platform: 'linux', home: '/users/u' })).toBe('/users/u/.local/share/loupe');
+    expect(defaultWorkspaceDir({ env: { XDG_DATA_HOME: '/data/x' }, platform: 'linux', home: '/users/u' })).toBe('/data/x/loupe');
     // A relative XDG_DATA_HOME is invalid per the spec and ignored.
-    expect(defaultWorkspaceDir({ env: { XDG_DATA_HOME: 'rel' }, platform: 'linux', home: '/home/u' })).toBe('/home/u/.local/share/loupe');
+    expect(defaultWorkspaceDir({ env: { XDG_DATA_HOME: 'rel' }, platform: 'linux', home: '/users/u' })).toBe('/users/u/.local/share/loupe');
     expect(defaultWorkspaceDir({ env: {}, platform: 'darwin', home: '/Users/u' })).toBe('/Users/u/Library/Application Support/Loupe');
     expect(defaultWorkspaceDir({ env: { APPDATA: 'C:\\Users\\u\\AppData\\Roaming' }, platform: 'win32', home: 'C:\\Users\\u' })).toBe('C:\\Users\\u\\AppData\\Roaming\\Loupe');
-    expect(defaultWorkspaceDir({ env: { LOUPE_WORKSPACE: '/tmp/ws' }, platform: 'linux', home: '/home/u' })).toBe('/tmp/ws');
+    expect(defaultWorkspaceDir({ env: { LOUPE_WORKSPACE: '/tmp/ws' }, platform: 'linux', home: '/users/u' })).toBe('/tmp/ws');
   });
 });
 
