@@ -5,6 +5,7 @@
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Core } from '../core';
@@ -44,6 +45,9 @@ const MIME: Record<string, string> = {
   '.ico': 'image/x-icon',
 };
 
+/** Largest body `POST /upload` accepts. */
+export const UPLOAD_LIMIT = 64 * 1024 * 1024;
+
 const CSP = "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 function cookieToken(header: string | undefined): string | null {
@@ -80,6 +84,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   async function handleHttp(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const baseHeaders = { 'content-security-policy': CSP, 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
+    if (req.method === 'POST' && url.pathname === '/upload') {
+      await handleUpload(req, res, url, baseHeaders);
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, baseHeaders).end();
       return;
@@ -122,6 +130,61 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
     res.writeHead(200, headers);
     fs.createReadStream(file).pipe(res);
+  }
+
+  /**
+   * Browser mode's way in for dropped files (Electron passes paths instead): the raw bytes of one image
+   * as the body, token-checked like every data path, size-limited, imported through the contract's
+   * `demo:import` so the same checks (pixel bombs, formats) apply. Replies `{ media: MediaRef }`.
+   */
+  async function handleUpload(req: http.IncomingMessage, res: http.ServerResponse, url: URL, baseHeaders: Record<string, string>): Promise<void> {
+    const json = { ...baseHeaders, 'content-type': 'application/json' };
+    const verdict = verdictFor(req, url);
+    if (!verdict.ok) {
+      res.writeHead(verdict.status, json).end(JSON.stringify({ error: verdict.reason }));
+      return;
+    }
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    if (Number.isFinite(declared) && declared > UPLOAD_LIMIT) {
+      res.writeHead(413, json).end(JSON.stringify({ error: `the file is ${(declared / 1e6).toFixed(1)} MB; uploads are limited to ${UPLOAD_LIMIT / 1e6} MB` }));
+      req.resume();
+      return;
+    }
+    const name = path.basename(url.searchParams.get('name') ?? 'upload.bin').replace(/[^A-Za-z0-9._-]/g, '_') || 'upload.bin';
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooBig = false;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > UPLOAD_LIMIT) {
+        tooBig = true;
+        break;
+      }
+      chunks.push(chunk as Buffer);
+    }
+    if (tooBig) {
+      res.writeHead(413, { ...json, connection: 'close' }).end(JSON.stringify({ error: `uploads are limited to ${UPLOAD_LIMIT / 1e6} MB` }));
+      req.destroy();
+      return;
+    }
+    if (size === 0) {
+      res.writeHead(400, json).end(JSON.stringify({ error: 'the upload is empty' }));
+      return;
+    }
+    const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'loupe-upload-'));
+    const file = path.join(dir, name);
+    try {
+      await fs.promises.writeFile(file, Buffer.concat(chunks));
+      const reply = await opts.core.dispatch('demo:import', { paths: [file] });
+      if (!reply.ok) {
+        res.writeHead(422, json).end(JSON.stringify({ error: reply.error.message.replace(file, name) }));
+        return;
+      }
+      const media = (reply.result as { media: unknown[] }).media[0];
+      res.writeHead(200, json).end(JSON.stringify({ media }));
+    } finally {
+      await fs.promises.rm(dir, { recursive: true, force: true });
+    }
   }
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });

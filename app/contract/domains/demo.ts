@@ -1,6 +1,225 @@
 /**
- * Demo and Models domain: run a model on a question about pixels and stream its trajectory.
- * (Filled in by the Demo work; every call here needs a handler in main/core/handlers/demo.ts.)
+ * Demo and Models domain: run a model on a question about pixels and stream its trajectory; open,
+ * validate, load and unload local models. Every call here has a handler in main/core/handlers/demo.ts.
  */
-export const demoCalls = {} as const;
-export const demoEvents = {} as const;
+import { z } from 'zod';
+import { Empty } from '../common';
+import { BoxSchema, MediaRefSchema, ToolCallRecordSchema, TrajectorySchema, TurnSchema } from '../trajectory';
+
+/** Which engine answers: a local model folder, an OpenAI-compatible server, or a replay of recorded text. */
+export const DemoEngineSpecSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('local'),
+    /** A registered model id (see `models:list`); the bundled tiny model is `tiny-random-qwen25vl`. */
+    modelId: z.string().min(1),
+    device: z.enum(['cpu', 'cuda', 'webgpu', 'dml', 'coreml']).optional(),
+    dtype: z.enum(['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4']).optional(),
+  }),
+  z.object({
+    kind: z.literal('openai'),
+    /** e.g. http://127.0.0.1:8000/v1 */
+    baseURL: z.string().url(),
+    model: z.string().min(1),
+    apiKey: z.string().optional(),
+  }),
+  z.object({
+    /**
+     * Replays a recorded trajectory's model text turn by turn while the tools run for real on the
+     * chosen image. Not a model: the text cannot react to an edited box.
+     */
+    kind: z.literal('replay'),
+    runId: z.string().min(1),
+    qid: z.string().min(1),
+  }),
+]);
+export type DemoEngineSpec = z.infer<typeof DemoEngineSpecSchema>;
+
+export const DemoSettingsSchema = z
+  .object({
+    /** The engine's own image bounds (vLLM MIN_PIXELS / MAX_PIXELS). */
+    minPixels: z.number().int().positive().optional(),
+    maxPixels: z.number().int().positive().optional(),
+    temperature: z.number().min(0).max(2).default(0),
+    maxCalls: z.number().int().positive().max(64).optional(),
+    maxImages: z.number().int().positive().max(256).optional(),
+    tokenBudget: z.number().int().positive().optional(),
+    maxTokensPerTurn: z.number().int().positive().max(32768).optional(),
+    /** A turn that takes longer fails the episode with `engine_error` (stalled engine). */
+    turnTimeoutMs: z.number().int().positive().optional(),
+  })
+  .strict();
+export type DemoSettings = z.infer<typeof DemoSettingsSchema>;
+
+export const DemoRunReqSchema = z
+  .object({
+    /** Imported media ids (from `demo:import` or the browser-mode `/upload` route). */
+    media: z.array(MediaRefSchema).min(1),
+    /** True: the media are the frames of one video, in order. */
+    isVideo: z.boolean().default(false),
+    question: z.string().min(1),
+    engine: DemoEngineSpecSchema,
+    dialect: z.enum(['pixel-reasoner', 'verl-tool', 'deepeyes']).default('pixel-reasoner'),
+    prompt: z.enum(['vcot', 'notool']).default('vcot'),
+    settings: DemoSettingsSchema.default({ temperature: 0 }),
+    /** Pause before each tool call runs (see `demo:continue`). */
+    stepMode: z.boolean().default(false),
+  })
+  .strict();
+export type DemoRunReq = z.input<typeof DemoRunReqSchema>;
+
+/** A paused tool call as step mode shows it: what the model asked for, on which image. */
+export const DemoProposalSchema = z.object({
+  turnIndex: z.number().int(),
+  name: z.string().nullable(),
+  raw: z.string(),
+  /** 'crop' calls can be edited; 'frames' and 'error' calls can only run or stop. */
+  kind: z.enum(['crop', 'frames', 'error']),
+  targetIndex: z.number().int().optional(),
+  target: MediaRefSchema.optional(),
+  bboxMode: z.enum(['normalized', 'absolute']).optional(),
+  bboxRaw: BoxSchema.optional(),
+  /** Normalized box before padding. */
+  bboxNormalized: BoxSchema.optional(),
+  bboxPadded: BoxSchema.optional(),
+  error: z.string().optional(),
+});
+export type DemoProposal = z.infer<typeof DemoProposalSchema>;
+
+/** One branch of a demo run: the original (as the model went) or one with a person's edits. */
+export const DemoBranchSchema = z.object({
+  id: z.string(),
+  label: z.string(),
+  /** Turn index of the first edit (absent for the original). */
+  forkTurn: z.number().int().optional(),
+});
+export type DemoBranch = z.infer<typeof DemoBranchSchema>;
+
+const base = { runId: z.string(), branch: z.string() };
+/** Everything a run streams, in order. */
+export const DemoEventSchema = z.discriminatedUnion('type', [
+  z.object({ ...base, type: z.literal('start'), media: z.array(MediaRefSchema), originals: z.array(MediaRefSchema), isVideo: z.boolean(), system: z.string(), userText: z.string(), engineLabel: z.string(), replay: z.boolean() }),
+  z.object({ ...base, type: z.literal('turn-start'), turnIndex: z.number().int(), at: z.number() }),
+  /** Text deltas of the current turn, coalesced (a few per animation frame at most). */
+  z.object({ ...base, type: z.literal('tokens'), turnIndex: z.number().int(), delta: z.string() }),
+  z.object({ ...base, type: z.literal('paused'), proposal: DemoProposalSchema }),
+  z.object({ ...base, type: z.literal('call'), turnIndex: z.number().int(), call: ToolCallRecordSchema, observation: z.string() }),
+  z.object({ ...base, type: z.literal('turn'), turn: TurnSchema }),
+  /** An error the user should see (engine crash, timeout, bad media); the partial trajectory is kept. */
+  z.object({ ...base, type: z.literal('error'), message: z.string() }),
+  z.object({ ...base, type: z.literal('done'), trajectory: TrajectorySchema, branches: z.array(DemoBranchSchema) }),
+]);
+export type DemoEvent = z.infer<typeof DemoEventSchema>;
+
+export const ReplaySourceSchema = z.object({
+  runId: z.string(),
+  runName: z.string().optional(),
+  qid: z.string(),
+  question: z.string(),
+  dialect: z.string(),
+  calls: z.number().int(),
+  turns: z.number().int(),
+  /** The recorded question media, when present in this workspace. */
+  media: z.array(MediaRefSchema),
+  isVideo: z.boolean(),
+});
+export type ReplaySource = z.infer<typeof ReplaySourceSchema>;
+
+/** A model the Models page lists, with what validation found. */
+export const ModelEntrySchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  path: z.string(),
+  /** True for models that ship with Loupe (listed without being added). */
+  bundled: z.boolean(),
+  modelType: z.string().optional(),
+  dtypes: z.array(z.string()),
+  sizeBytes: z.number(),
+  memoryEstimateBytes: z.number().optional(),
+});
+export type ModelEntry = z.infer<typeof ModelEntrySchema>;
+
+export const ModelReportSchema = z.object({
+  ok: z.boolean(),
+  dir: z.string(),
+  /** Problems that stop loading, each naming the file. */
+  errors: z.array(z.string()),
+  warnings: z.array(z.string()),
+  modelType: z.string().optional(),
+  dtypes: z.array(z.string()),
+  sizeBytes: z.number(),
+  dtypeBytes: z.record(z.string(), z.number()),
+  memoryEstimateBytes: z.number().optional(),
+});
+export type ModelReport = z.infer<typeof ModelReportSchema>;
+
+export const LoadedModelSchema = z.object({
+  id: z.string(),
+  requestedDevice: z.string(),
+  /** The device that actually runs it (after any fallback). */
+  device: z.string().nullable(),
+  dtype: z.string().nullable(),
+  fallbackReason: z.string().optional(),
+  loadMs: z.number(),
+});
+export type LoadedModel = z.infer<typeof LoadedModelSchema>;
+
+export const ExportResultSchema = z.object({
+  format: z.enum(['html', 'webp', 'gif']),
+  /** Absolute path of the written file (under the workspace's `exports/`). */
+  path: z.string(),
+  bytes: z.number().int(),
+  /** Animation frames (webp/gif). */
+  frames: z.number().int().optional(),
+  /** For animations: the media id, viewable through the media URL. */
+  mediaId: z.string().optional(),
+});
+export type ExportResult = z.infer<typeof ExportResultSchema>;
+
+export const demoCalls = {
+  /** Import files the core can read (Electron passes dropped paths): images, or a folder of frames (→ a video). */
+  'demo:import': {
+    req: z.object({ paths: z.array(z.string().min(1)).min(1).max(512) }).strict(),
+    res: z.object({ media: z.array(MediaRefSchema), isVideo: z.boolean() }),
+  },
+  'demo:replaySources': { req: Empty, res: z.array(ReplaySourceSchema) },
+  /** Start a run; its events arrive on `demo:event` with the returned run id. */
+  'demo:run': { req: DemoRunReqSchema, res: z.object({ runId: z.string() }) },
+  'demo:stop': { req: z.object({ runId: z.string().min(1) }).strict(), res: z.object({ stopped: z.boolean() }) },
+  /** Step mode: run the paused call as proposed, with an edited box (normalized to the target image), or stop. */
+  'demo:continue': {
+    req: z
+      .object({
+        runId: z.string().min(1),
+        turnIndex: z.number().int().nonnegative(),
+        action: z.enum(['run', 'edit', 'stop']),
+        /** Normalized [x1, y1, x2, y2] on the target image, for `edit`. */
+        bbox: BoxSchema.optional(),
+        /** Keep pausing at later calls (default true). */
+        keepStepping: z.boolean().default(true),
+      })
+      .strict(),
+    res: z.object({ ok: z.boolean() }),
+  },
+  /** The trajectories of a finished demo run, one per branch. */
+  'demo:get': {
+    req: z.object({ runId: z.string().min(1) }).strict(),
+    res: z.object({ runId: z.string(), branches: z.array(DemoBranchSchema.extend({ trajectory: TrajectorySchema })) }),
+  },
+  'demo:export': {
+    req: z.object({ runId: z.string().min(1), branch: z.string().optional(), format: z.enum(['html', 'webp', 'gif']) }).strict(),
+    res: ExportResultSchema,
+  },
+  'models:list': { req: Empty, res: z.object({ models: z.array(ModelEntrySchema), loaded: LoadedModelSchema.nullable() }) },
+  'models:validate': { req: z.object({ path: z.string().min(1) }).strict(), res: ModelReportSchema },
+  'models:add': { req: z.object({ path: z.string().min(1) }).strict(), res: z.object({ model: ModelEntrySchema, report: ModelReportSchema }) },
+  'models:remove': { req: z.object({ id: z.string().min(1) }).strict(), res: z.object({ removed: z.boolean() }) },
+  'models:load': {
+    req: z.object({ id: z.string().min(1), device: z.enum(['cpu', 'cuda', 'webgpu', 'dml', 'coreml']).default('cpu'), dtype: z.enum(['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4']).optional() }).strict(),
+    res: LoadedModelSchema,
+  },
+  'models:unload': { req: Empty, res: z.object({ unloaded: z.boolean() }) },
+} as const;
+
+export const demoEvents = {
+  'demo:event': DemoEventSchema,
+} as const;

@@ -1,0 +1,23 @@
+import { useShallow } from 'zustand/react/shallow';
+import { useDemoStore } from '../../stores/useDemoStore';
+
+/** Export the shown branch as a self-contained HTML page or an animation. */
+export function ExportBar() {
+  const exportAs = useDemoStore((s) => s.exportAs);
+  const exporting = useDemoStore((s) => s.exporting);
+  const exports = useDemoStore(useShallow((s) => s.exports));
+  return (
+    <div className="demo-export">
+      <span className="muted">Export:</span>
+      <button type="button" className="btn btn-sm" disabled={exporting} onClick={() => void exportAs('html')} data-testid="export-html">HTML page</button>
+      <button type="button" className="btn btn-sm" disabled={exporting} onClick={() => void exportAs('webp')} data-testid="export-webp">Animated WebP</button>
+      <button type="button" className="btn btn-sm" disabled={exporting} onClick={() => void exportAs('gif')} data-testid="export-gif">GIF</button>
+      {exporting ? <span className="muted">exporting…</span> : null}
+      {exports.map((e) => (
+        <span key={e.format} className="demo-export-result" data-testid={`export-result-${e.format}`} title={e.path}>
+          {e.format}: {e.path} ({(e.bytes / 1024).toFixed(0)} KB{e.frames ? `, ${e.frames} frames` : ''})
+        </span>
+      ))}
+    </div>
+  );
+}

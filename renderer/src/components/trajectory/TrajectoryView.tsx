@@ -1,0 +1,140 @@
+import { useEffect, useMemo, useState } from 'react';
+import type { Box, MediaRef, Trajectory } from '../../../../app/contract';
+import { boxesOn, combinedImages, imageForTurn, stepNumbers } from './geometry';
+import { ImageViewer } from './ImageViewer';
+import { Lightbox } from './Lightbox';
+import { StepCard } from './StepCard';
+
+export interface TrajectoryViewProps {
+  trajectory: Trajectory;
+  mediaUrl: (id: string) => string;
+  /** Turn index of the selected step (controlled); uncontrolled when absent. */
+  activeStep?: number;
+  onStepChange?(i: number): void;
+  /** Live text of the turn being generated. */
+  streaming?: { turnIndex: number; text: string } | null;
+  /** Step mode: an editable box on the paused call's target image. */
+  edit?: { media: MediaRef; targetIndex: number; box: Box; step: number; onChange(box: Box): void } | null;
+  /** ←/→ move through steps (default true); turn off for a second view on the same page. */
+  keyboard?: boolean;
+  testId?: string;
+}
+
+function typingIn(target: EventTarget | null): boolean {
+  const el = target as HTMLElement | null;
+  return !!el && (el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT' || el.isContentEditable);
+}
+
+/** A trajectory step by step: the image with every box drawn where it was cut, and a card per turn. */
+export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChange, streaming, edit, keyboard = true, testId = 'trajectory-view' }: TrajectoryViewProps) {
+  const [ownStep, setOwnStep] = useState(0);
+  const active = activeStep ?? ownStep;
+  const select = (i: number) => {
+    if (activeStep === undefined) setOwnStep(i);
+    onStepChange?.(i);
+  };
+  const images = useMemo(() => combinedImages(t), [t]);
+  const steps = useMemo(() => stepNumbers(t), [t]);
+  /** "Crop 2" / "Frames 1" for produced images, by combined index. */
+  const producedLabels = useMemo(() => {
+    const out = new Map<number, string>();
+    let k = t.media.length;
+    for (const turn of t.turns) {
+      const c = turn.call;
+      if (!c) continue;
+      c.produced.forEach((_, j) => out.set(k++, c.frameIndices ? `Step ${steps.get(turn.index)} frame ${(c.frameIndices[j] ?? j) + 1}` : `Crop ${steps.get(turn.index)}`));
+    }
+    return out;
+  }, [t, steps]);
+  const [shownImage, setShownImage] = useState<number | null>(null);
+  const [overlays, setOverlays] = useState(true);
+  const [open, setOpen] = useState<{ media: MediaRef; title: string } | null>(null);
+
+  useEffect(() => setShownImage(null), [active]);
+
+  const turnIndices = t.turns.map((x) => x.index);
+  useEffect(() => {
+    if (!keyboard) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (typingIn(e.target) || e.altKey || e.ctrlKey || e.metaKey || open) return;
+      if (e.key !== 'ArrowRight' && e.key !== 'ArrowLeft') return;
+      if (turnIndices.length === 0) return;
+      const pos = turnIndices.indexOf(active);
+      const next = e.key === 'ArrowRight' ? Math.min(turnIndices.length - 1, pos + 1) : Math.max(0, pos - 1);
+      e.preventDefault();
+      select(turnIndices[pos < 0 ? 0 : next]!);
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  });
+
+  const imageIndex = edit ? edit.targetIndex : (shownImage ?? imageForTurn(t, active));
+  const media = edit ? edit.media : images[imageIndex];
+  const lastIndex = t.turns.at(-1)?.index;
+  const finalIndex = t.finalText !== undefined && lastIndex !== undefined && !t.turns.at(-1)?.call ? lastIndex : -1;
+
+  return (
+    <div className="tv" data-testid={testId}>
+      <div className="tv-left">
+        <div className="tv-tabs" role="tablist" aria-label="Images">
+          {images.map((m, i) => (
+            <button type="button" role="tab" key={`${m.id}-${i}`} aria-selected={i === imageIndex} className={i === imageIndex ? 'tv-tab active' : 'tv-tab'} onClick={() => setShownImage(i)} data-testid={`image-tab-${i}`}>
+              {i < t.media.length ? (t.isVideo ? `Frame ${i + 1}` : `Image ${i + 1}`) : (producedLabels.get(i) ?? `#${i + 1}`)}
+            </button>
+          ))}
+          <span className="grow" />
+          <label className="tv-toggle">
+            <input type="checkbox" checked={overlays} onChange={(e) => setOverlays(e.target.checked)} data-testid="toggle-overlays" /> boxes
+          </label>
+        </div>
+        {media ? (
+          <ImageViewer
+            media={media}
+            url={mediaUrl(media.id)}
+            boxes={edit ? [] : boxesOn(t, imageIndex)}
+            activeTurn={active}
+            showOverlays={overlays}
+            onBoxClick={select}
+            label={imageIndex < t.media.length ? (t.isVideo ? `frame ${imageIndex + 1}` : `image ${imageIndex + 1}`) : `image #${imageIndex + 1} (${producedLabels.get(imageIndex) ?? 'produced'})`}
+            {...(edit ? { edit: { box: edit.box, step: edit.step, onChange: edit.onChange } } : {})}
+          />
+        ) : (
+          <div className="tv-empty muted">No image yet.</div>
+        )}
+        {t.error ? <div className="tv-run-error" role="alert" data-testid="trajectory-error">{t.error}</div> : null}
+      </div>
+      <div className="tv-steps" data-testid="step-list">
+        {t.turns.map((turn) => (
+          <StepCard
+            key={turn.index}
+            turn={turn}
+            {...(steps.has(turn.index) ? { step: steps.get(turn.index)! } : {})}
+            active={turn.index === active}
+            final={turn.index === finalIndex}
+            mediaUrl={mediaUrl}
+            onSelect={() => select(turn.index)}
+            onOpenMedia={(m, title) => setOpen({ media: m, title })}
+          />
+        ))}
+        {streaming && !t.turns.some((x) => x.index === streaming.turnIndex) ? (
+          <article className="tv-step streaming" data-testid="streaming-turn">
+            <header>
+              <strong>Turn {streaming.turnIndex + 1}</strong>
+              <span className="grow" />
+              <span className="muted">generating…</span>
+            </header>
+            <pre className="tv-text">{streaming.text}<span className="tv-caret" /></pre>
+          </article>
+        ) : null}
+        {t.turns.length > 0 && !streaming ? (
+          <div className="tv-summary muted" data-testid="trajectory-summary">
+            stop: <strong>{t.stopReason}</strong>
+            {t.totalTokens !== undefined ? ` · ${t.totalTokens} tokens` : ''}
+            {t.latencyMs !== undefined ? ` · ${(t.latencyMs / 1000).toFixed(2)} s` : ''}
+          </div>
+        ) : null}
+      </div>
+      {open ? <Lightbox media={open.media} url={mediaUrl(open.media.id)} title={open.title} onClose={() => setOpen(null)} /> : null}
+    </div>
+  );
+}

@@ -1,0 +1,54 @@
+/** Pure helpers the trajectory viewer shares: the combined image list and the boxes on each image. */
+import type { Box, MediaRef, Trajectory } from '../../../../app/contract';
+
+/** Question media first, then every produced image in order: the loop's `targetIndex` indexes this list. */
+export function combinedImages(t: Trajectory): MediaRef[] {
+  const out = [...t.media];
+  for (const turn of t.turns) for (const m of turn.call?.produced ?? []) out.push(m);
+  return out;
+}
+
+export interface StepBox {
+  /** Turn index of the call. */
+  turn: number;
+  /** 1-based step number (tool calls only). */
+  step: number;
+  box: Box;
+  padded?: Box;
+  edited: boolean;
+}
+
+/** Tool-call step numbers by turn index (1-based, calls only). */
+export function stepNumbers(t: Trajectory): Map<number, number> {
+  const out = new Map<number, number>();
+  let n = 0;
+  for (const turn of t.turns) if (turn.call) out.set(turn.index, ++n);
+  return out;
+}
+
+/** Boxes drawn on the image at `imageIndex` of the combined list. */
+export function boxesOn(t: Trajectory, imageIndex: number): StepBox[] {
+  const steps = stepNumbers(t);
+  const out: StepBox[] = [];
+  for (const turn of t.turns) {
+    const c = turn.call;
+    if (!c || c.targetIndex !== imageIndex || !c.bboxNormalized) continue;
+    out.push({ turn: turn.index, step: steps.get(turn.index) ?? 0, box: c.bboxNormalized, ...(c.bboxPadded ? { padded: c.bboxPadded } : {}), edited: !!c.edited });
+  }
+  return out;
+}
+
+/** The image a turn is about: its call's target, else the first question image. */
+export function imageForTurn(t: Trajectory, turnIndex: number): number {
+  const c = t.turns.find((x) => x.index === turnIndex)?.call;
+  return c?.targetIndex ?? 0;
+}
+
+export function fmtBox(b: readonly number[] | undefined, digits = 3): string {
+  if (!b) return '—';
+  return `[${b.map((v) => (Number.isInteger(v) ? String(v) : v.toFixed(digits))).join(', ')}]`;
+}
+
+export function clamp01(v: number): number {
+  return Math.max(0, Math.min(1, v));
+}
