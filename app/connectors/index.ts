@@ -1,0 +1,110 @@
+/**
+ * Connection settings (no secrets inside: they name entries of a SecretStore) and the factory that builds a
+ * Connector from them.
+ */
+import { z } from 'zod';
+import { LocalConnector } from './local';
+import { RayConnector } from './ray';
+import type { SecretStore } from './secrets';
+import { SlurmSshConnector } from './slurm';
+import { SlurmRestConnector, type TokenProvider } from './slurmRest';
+import { ConnectorError, type Connector } from './types';
+
+export * from './types';
+export { pollFollow, followIterator, LineAssembler } from './follow';
+export { LocalConnector } from './local';
+export { SlurmSshConnector, mapSlurmState } from './slurm';
+export { SlurmRestConnector, scontrolTokenProvider } from './slurmRest';
+export { RayConnector, mapRayState } from './ray';
+export { SshSession, shq } from './ssh';
+export { EncryptedFileSecretStore, MemorySecretStore, type SecretStore } from './secrets';
+export { redactText } from './redact';
+
+export const ConnectionConfigSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('local'), name: z.string().min(1), root: z.string().min(1) }),
+  z.object({
+    kind: z.literal('slurm-ssh'),
+    name: z.string().min(1),
+    host: z.string().min(1),
+    port: z.number().int().min(1).max(65535).default(22),
+    user: z.string().min(1),
+    /** SecretStore entry holding the private key text. */
+    keySecret: z.string().min(1),
+    /** SecretStore entry holding the key passphrase, if any. */
+    passphraseSecret: z.string().optional(),
+    /** known_hosts text for the host (public data, not a secret). */
+    knownHosts: z.string().min(1, 'paste the host line from known_hosts (ssh-keyscan -p PORT HOST)'),
+    remoteDir: z.string().regex(/^\//, 'remoteDir must be an absolute path on the cluster'),
+    slurmConf: z.string().optional(),
+    partition: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal('slurmrestd'),
+    name: z.string().min(1),
+    baseUrl: z.url(),
+    user: z.string().min(1),
+    /** SecretStore entry holding a JWT (from `scontrol token`). */
+    tokenSecret: z.string().min(1),
+    outputDir: z.string().regex(/^\//, 'outputDir must be an absolute path on the cluster'),
+    partition: z.string().optional(),
+    apiVersion: z.string().regex(/^v0\.0\.\d+$/).optional(),
+  }),
+  z.object({
+    kind: z.literal('ray'),
+    name: z.string().min(1),
+    baseUrl: z.url(),
+    tokenSecret: z.string().optional(),
+    followMode: z.enum(['ws', 'poll']).default('ws'),
+  }),
+]);
+export type ConnectionConfig = z.infer<typeof ConnectionConfigSchema>;
+
+async function need(secrets: SecretStore, name: string, what: string): Promise<string> {
+  const v = await secrets.get(name);
+  if (v === undefined) throw new ConnectorError('auth', what, `secret ${JSON.stringify(name)} is not in the secret store; set it in Settings → Connections`);
+  return v;
+}
+
+export async function createConnector(input: unknown, secrets: SecretStore, log?: (line: string) => void): Promise<Connector> {
+  const parsed = ConnectionConfigSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ConnectorError('invalid', 'connection settings', parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
+  }
+  const c = parsed.data;
+  switch (c.kind) {
+    case 'local':
+      return new LocalConnector({ root: c.root });
+    case 'slurm-ssh':
+      return new SlurmSshConnector({
+        ssh: {
+          host: c.host,
+          port: c.port,
+          username: c.user,
+          privateKey: await need(secrets, c.keySecret, `connection ${c.name}`),
+          ...(c.passphraseSecret ? { passphrase: await need(secrets, c.passphraseSecret, `connection ${c.name}`) } : {}),
+          knownHosts: c.knownHosts,
+        },
+        remoteDir: c.remoteDir,
+        ...(c.slurmConf ? { slurmConf: c.slurmConf } : {}),
+        ...(c.partition ? { partition: c.partition } : {}),
+      });
+    case 'slurmrestd': {
+      const token: TokenProvider = () => need(secrets, c.tokenSecret, `connection ${c.name}`);
+      return new SlurmRestConnector({
+        baseUrl: c.baseUrl,
+        user: c.user,
+        token,
+        outputDir: c.outputDir,
+        ...(c.partition ? { partition: c.partition } : {}),
+        ...(c.apiVersion ? { apiVersion: c.apiVersion } : {}),
+      });
+    }
+    case 'ray':
+      return new RayConnector({
+        baseUrl: c.baseUrl,
+        ...(c.tokenSecret ? { token: await need(secrets, c.tokenSecret, `connection ${c.name}`) } : {}),
+        followMode: c.followMode,
+        ...(log ? { log } : {}),
+      });
+  }
+}

@@ -1,0 +1,276 @@
+/**
+ * Slurm through its CLI (sbatch/squeue/scontrol/sacct/scancel/tail) over SSH. Version-proof: only plain-text
+ * outputs that have been stable for years. Logs are read with `tail -c +N` from an absolute output path
+ * derived from the job id (`<remoteDir>/loupe-<id>.out`), so no client-side state is needed.
+ */
+import { pollFollow } from './follow';
+import { shq, SshSession, type ExecResult, type SshOptions } from './ssh';
+import {
+  checkJobName,
+  ConnectorError,
+  type Connector,
+  type FollowHandle,
+  type FollowOptions,
+  type JobSpec,
+  type JobState,
+  type JobStatus,
+  type LogSlice,
+  type SubmitResult,
+} from './types';
+
+/** Map a Slurm state word (`CANCELLED by 0`, `COMPLETED`, `NODE_FAIL`…) to a JobState. */
+export function mapSlurmState(raw: string): JobState {
+  const w = raw.trim().split(/[\s+]/)[0]?.toUpperCase() ?? '';
+  switch (w) {
+    case 'PENDING':
+    case 'CONFIGURING':
+    case 'REQUEUED':
+    case 'REQUEUE_FED':
+    case 'REQUEUE_HOLD':
+    case 'RESV_DEL_HOLD':
+    case 'SUSPENDED':
+    case 'STOPPED':
+    case 'RESIZING':
+      return 'pending';
+    case 'RUNNING':
+    case 'COMPLETING':
+    case 'STAGE_OUT':
+    case 'SIGNALING':
+      return 'running';
+    case 'COMPLETED':
+      return 'succeeded';
+    case 'CANCELLED':
+      return 'cancelled';
+    case 'FAILED':
+    case 'TIMEOUT':
+    case 'NODE_FAIL':
+    case 'OUT_OF_MEMORY':
+    case 'BOOT_FAIL':
+    case 'DEADLINE':
+    case 'PREEMPTED':
+    case 'SPECIAL_EXIT':
+    case 'REVOKED':
+      return 'failed';
+    default:
+      return 'unknown';
+  }
+}
+
+/** `0:15` → 0 (exit code part); the signal goes into the message. */
+function parseExitCode(s: string | undefined): number | null {
+  if (!s) return null;
+  const m = /^(\d+)(?::(\d+))?$/.exec(s.trim());
+  return m ? Number(m[1]) : null;
+}
+
+/** Slurm prints local times without a zone (`2026-11-26T01:20:38`); `Unknown`/`None` → undefined. */
+function parseSlurmTime(s: string | undefined): number | undefined {
+  if (!s || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/.test(s)) return undefined;
+  const t = new Date(s).getTime();
+  return Number.isFinite(t) ? t : undefined;
+}
+
+/** Parse one line of `scontrol show job -o` into key → value (values may contain spaces only in known keys). */
+export function parseScontrolLine(line: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const re = /(?:^|\s)([A-Za-z][A-Za-z0-9/:_]*)=(\S*)/g;
+  for (let m = re.exec(line); m; m = re.exec(line)) out[m[1] as string] = m[2] as string;
+  return out;
+}
+
+export function statusFromScontrol(id: string, fields: Record<string, string>): JobStatus {
+  const raw = fields.JobState ?? '';
+  const state = mapSlurmState(raw);
+  const exit = fields.ExitCode ?? '';
+  const st: JobStatus = { id, state, rawState: raw, exitCode: state === 'pending' || state === 'running' ? null : parseExitCode(exit) };
+  if (fields.JobName) st.name = fields.JobName;
+  const sub = parseSlurmTime(fields.SubmitTime);
+  if (sub !== undefined) st.submittedAt = sub;
+  if (state !== 'pending') {
+    const start = parseSlurmTime(fields.StartTime);
+    if (start !== undefined) st.startedAt = start;
+  }
+  if (state === 'succeeded' || state === 'failed' || state === 'cancelled') {
+    const end = parseSlurmTime(fields.EndTime);
+    if (end !== undefined) st.endedAt = end;
+  }
+  if (state === 'failed') st.message = `Slurm state ${raw}, exit code ${exit}${fields.Reason && fields.Reason !== 'None' ? `, reason ${fields.Reason}` : ''}`;
+  if (state === 'pending' && fields.Reason && fields.Reason !== 'None') st.message = `waiting: ${fields.Reason}`;
+  return st;
+}
+
+export interface SlurmSshOptions {
+  ssh: SshOptions | SshSession;
+  /** Absolute directory on the cluster for job output files (created on submit). */
+  remoteDir: string;
+  /** `SLURM_CONF` to prefix to every command (remote shells do not inherit it). */
+  slurmConf?: string;
+  partition?: string;
+  /** Largest slice `logs()` returns (default 4 MiB). */
+  maxChunkBytes?: number;
+  /** Per-command timeout (default 60 s). */
+  commandTimeoutMs?: number;
+}
+
+const JOB_ID_RE = /^\d+(?:_\d+)?$/;
+const SACCT_MARK = '@@LOUPE_SACCT@@';
+
+export class SlurmSshConnector implements Connector {
+  readonly kind = 'slurm-ssh' as const;
+  readonly ssh: SshSession;
+  private readonly o: SlurmSshOptions;
+  constructor(options: SlurmSshOptions) {
+    if (!options.remoteDir.startsWith('/')) throw new ConnectorError('invalid', 'slurm-ssh', `remoteDir must be absolute, got ${JSON.stringify(options.remoteDir)}`);
+    this.o = options;
+    this.ssh = options.ssh instanceof SshSession ? options.ssh : new SshSession(options.ssh);
+  }
+
+  private env(): string {
+    return this.o.slurmConf ? `SLURM_CONF=${shq(this.o.slurmConf)} ` : '';
+  }
+
+  private run(cmd: string, stdin?: string): Promise<ExecResult> {
+    return this.ssh.exec(cmd, { ...(stdin !== undefined ? { stdin } : {}), timeoutMs: this.o.commandTimeoutMs ?? 60_000 });
+  }
+
+  /** Absolute path of a job's output file. */
+  logPath(id: string): string {
+    return `${this.o.remoteDir.replace(/\/+$/, '')}/loupe-${id}.out`;
+  }
+
+  private checkId(id: string, where: string): void {
+    if (!JOB_ID_RE.test(id)) throw new ConnectorError('invalid', where, `${JSON.stringify(id)} is not a Slurm job id`);
+  }
+
+  async probe(): Promise<string> {
+    const r = await this.run(`${this.env()}sinfo --version && ${this.env()}sinfo -h -o '%P %a %D %T'`);
+    if (r.code !== 0) throw new ConnectorError('backend', 'slurm-ssh probe', `sinfo failed (exit ${r.code}): ${r.stderr.trim() || 'no output'}; is Slurm installed and SLURM_CONF right?`);
+    return r.stdout.toString('utf8').trim();
+  }
+
+  /** The batch script sent on stdin: #SBATCH header + env exports + body. */
+  buildScript(spec: JobSpec): string {
+    const r = spec.resources ?? {};
+    const lines = ['#!/bin/bash', `#SBATCH --job-name=${spec.name}`, `#SBATCH --output=${this.o.remoteDir.replace(/\/+$/, '')}/loupe-%j.out`];
+    const partition = r.partition ?? this.o.partition;
+    if (partition) lines.push(`#SBATCH --partition=${partition}`);
+    if (r.nodes) lines.push(`#SBATCH --nodes=${r.nodes}`);
+    if (r.cpus) lines.push(`#SBATCH --cpus-per-task=${r.cpus}`);
+    if (r.gpus) lines.push(`#SBATCH --gpus-per-node=${r.gpus}`);
+    if (r.memoryMb) lines.push(`#SBATCH --mem=${r.memoryMb}M`);
+    if (r.timeLimitMin) lines.push(`#SBATCH --time=${r.timeLimitMin}`);
+    if (spec.cwd) lines.push(`#SBATCH --chdir=${spec.cwd}`);
+    for (const [k, v] of Object.entries(spec.env ?? {})) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new ConnectorError('invalid', 'slurm-ssh submit', `environment variable name ${JSON.stringify(k)} is not valid`);
+      lines.push(`export ${k}=${shq(v)}`);
+    }
+    const body = spec.script.startsWith('#!') ? spec.script.slice(spec.script.indexOf('\n') + 1) : spec.script;
+    return `${lines.join('\n')}\n${body}${body.endsWith('\n') ? '' : '\n'}`;
+  }
+
+  async submit(spec: JobSpec): Promise<SubmitResult> {
+    checkJobName(spec.name, 'slurm-ssh submit');
+    if (spec.cwd && /\s/.test(spec.cwd)) throw new ConnectorError('invalid', 'slurm-ssh submit', 'cwd must not contain whitespace (#SBATCH lines cannot quote)');
+    const script = this.buildScript(spec);
+    const r = await this.run(`mkdir -p ${shq(this.o.remoteDir)} && ${this.env()}sbatch --parsable`, script);
+    const out = r.stdout.toString('utf8').trim();
+    const id = out.split(';')[0] ?? '';
+    if (r.code !== 0 || !JOB_ID_RE.test(id)) {
+      throw new ConnectorError('backend', 'slurm-ssh submit', `sbatch refused the job (exit ${r.code}): ${r.stderr.trim() || out || 'no output'}`);
+    }
+    return { id, logPath: this.logPath(id) };
+  }
+
+  /** One shell snippet that prints scontrol's line, or (when slurmctld forgot the job) sacct's row after a marker. */
+  private statusCommand(id: string): string {
+    return `{ ${this.env()}scontrol show job -o ${id} 2>&1 || { echo '${SACCT_MARK}'; ${this.env()}sacct -c -n --parsable2 -j ${id} -o JobID,JobName,State,ExitCode,Start,End 2>&1; }; }`;
+  }
+
+  private parseStatus(id: string, text: string): JobStatus {
+    const i = text.indexOf(SACCT_MARK);
+    const sc = i >= 0 ? text.slice(0, i) : text;
+    const line = sc.split('\n').find((l) => l.startsWith(`JobId=${id.split('_')[0]} `) || l.includes(`JobId=${id} `));
+    if (i < 0 && line) return statusFromScontrol(id, parseScontrolLine(line));
+    if (i < 0 || !/Invalid job id/i.test(sc)) {
+      throw new ConnectorError('backend', `slurm-ssh status ${id}`, `scontrol failed: ${sc.trim() || 'no output'}`);
+    }
+    // Finished jobs leave slurmctld after MinJobAge; the job-completion log still has them.
+    const row = text.slice(i + SACCT_MARK.length).split('\n').map((l) => l.split('|')).find((f) => f[0] === id);
+    if (row) return statusFromScontrol(id, { JobName: row[1] ?? '', JobState: row[2] ?? '', ExitCode: row[3] ?? '', StartTime: row[4] ?? '', EndTime: row[5] ?? '' });
+    return {
+      id,
+      state: 'unknown',
+      rawState: 'not-found',
+      message: `job ${id} is in neither squeue/scontrol nor the completion log (sacct -c): it was purged, never existed on this cluster, or accounting is off`,
+    };
+  }
+
+  async status(id: string): Promise<JobStatus> {
+    this.checkId(id, 'slurm-ssh status');
+    const r = await this.run(this.statusCommand(id));
+    return this.parseStatus(id, r.stdout.toString('utf8') + r.stderr);
+  }
+
+  /**
+   * Status and new log bytes in ONE SSH command (each exec costs a remote shell: ~0.6 s measured here), used by
+   * follow(). The status text goes base64-encoded on the first line so log bytes after it stay untouched.
+   */
+  async poll(id: string, offset: number): Promise<{ status: JobStatus; slice: LogSlice }> {
+    this.checkId(id, 'slurm-ssh poll');
+    const max = this.o.maxChunkBytes ?? 4 * 1024 * 1024;
+    const p = shq(this.logPath(id));
+    const r = await this.run(`${this.statusCommand(id)} | base64 | tr -d '\\n'; echo; if [ -e ${p} ]; then tail -c +${offset + 1} ${p} | head -c ${max}; fi`);
+    const nl = r.stdout.indexOf(0x0a);
+    if (nl < 0) throw new ConnectorError('backend', `slurm-ssh poll ${id}`, `unexpected output (exit ${r.code}): ${r.stderr.trim()}`);
+    const status = this.parseStatus(id, Buffer.from(r.stdout.subarray(0, nl).toString('ascii'), 'base64').toString('utf8'));
+    const data = Buffer.from(r.stdout.subarray(nl + 1));
+    return { status, slice: { data, offset, nextOffset: offset + data.length } };
+  }
+
+  async logs(id: string, offset = 0): Promise<LogSlice> {
+    this.checkId(id, 'slurm-ssh logs');
+    const max = this.o.maxChunkBytes ?? 4 * 1024 * 1024;
+    const p = shq(this.logPath(id));
+    // Exit 3 = no file yet (job still pending): an empty slice, not an error.
+    const r = await this.run(`if [ -e ${p} ]; then tail -c +${offset + 1} ${p} | head -c ${max}; else exit 3; fi`);
+    if (r.code === 3) return { data: Buffer.alloc(0), offset, nextOffset: offset };
+    if (r.code !== 0) throw new ConnectorError('backend', `slurm-ssh logs ${id}`, `reading ${this.logPath(id)} failed (exit ${r.code}): ${r.stderr.trim()}`);
+    return { data: r.stdout, offset, nextOffset: offset + r.stdout.length };
+  }
+
+  follow(id: string, options?: FollowOptions): FollowHandle {
+    return pollFollow(this, id, options);
+  }
+
+  async cancel(id: string): Promise<void> {
+    this.checkId(id, 'slurm-ssh cancel');
+    // scancel exits 0 silently for ids it does not know (22.05), so look first.
+    const before = await this.status(id);
+    if (before.state === 'unknown') throw new ConnectorError('not-found', `slurm-ssh cancel ${id}`, before.message ?? 'unknown job');
+    if (before.state === 'succeeded' || before.state === 'failed' || before.state === 'cancelled') return;
+    const r = await this.run(`${this.env()}scancel ${id}`);
+    if (r.code !== 0) {
+      const kind = /Invalid job id/i.test(r.stderr) ? 'not-found' : /already completing or completed/i.test(r.stderr) ? 'conflict' : 'backend';
+      throw new ConnectorError(kind, `slurm-ssh cancel ${id}`, `scancel failed (exit ${r.code}): ${r.stderr.trim()}`);
+    }
+  }
+
+  async list(): Promise<JobStatus[]> {
+    const r = await this.run(`${this.env()}squeue -h --me -o '%i|%j|%T|%r'`);
+    if (r.code !== 0) throw new ConnectorError('backend', 'slurm-ssh list', `squeue failed (exit ${r.code}): ${r.stderr.trim()}`);
+    return r.stdout
+      .toString('utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const [id = '', name = '', raw = '', reason = ''] = l.split('|');
+        const st: JobStatus = { id, name, state: mapSlurmState(raw), rawState: raw };
+        if (reason && reason !== 'None') st.message = reason;
+        return st;
+      });
+  }
+
+  async close(): Promise<void> {
+    await this.ssh.close();
+  }
+}

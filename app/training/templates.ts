@@ -1,0 +1,474 @@
+/**
+ * Job templates that produce the real commands of each upstream trainer, with parameter schemas whose defaults
+ * come from the reference launch facts (shared reference pixel-reasoner-protocol.md §6, connectors.md §4) and the
+ * upstream example scripts named per template. Scripts are generated, never copied.
+ */
+import { z } from 'zod';
+import { msSwiftVsiPluginSource } from './rewards';
+import { exportLines, multiline, num, pyBool, q } from './shell';
+import type { JobTemplate, TemplateOutput } from './types';
+
+const path = z.string({ error: (iss) => (iss.input === undefined ? 'is required' : 'must be a string') }).min(1, 'must not be empty');
+const posInt = (what: string) => z.number({ error: `${what} must be a number` }).int(`${what} must be a whole number`).positive(`${what} must be > 0`);
+const prob = (what: string) => z.number().min(0, `${what} must be ≥ 0`).max(1, `${what} must be ≤ 1`);
+
+// ───────────────────────── verl-tool pixel_reasoner GRPO ─────────────────────────
+export const VerlToolPixelReasonerSchema = z
+  .object({
+    /** verl-tool checkout on the machine that runs the job. */
+    repoDir: path.default('.'),
+    dataPrep: z
+      .object({
+        enabled: z.boolean().default(true),
+        datasetPath: z.string().default('TIGER-Lab/PixelReasoner-RL-Data'),
+        localDir: z.string().default('data/pixel_reasoner'),
+        version: z.string().regex(/^[A-Za-z0-9._-]+$/, 'version is a folder name: letters, digits, . _ -').default('max_8192'),
+        /** Drop rows whose multimodal prompt is longer than this many tokens (prepare_train.py --filter_len). */
+        filterLen: posInt('filterLen').nullable().default(8192),
+        includeVideos: z.boolean().default(true),
+      })
+      .prefault({}),
+    /** Use these parquet files instead of the prepared ones (e.g. a Loupe export converted to parquet). */
+    trainFiles: z.array(path).optional(),
+    valFiles: z.array(path).optional(),
+    model: path.default('TIGER-Lab/PixelReasoner-WarmStart'),
+    rlAlg: z.enum(['grpo', 'gae']).default('grpo'),
+    nGpusPerNode: posInt('nGpusPerNode').default(8),
+    nNodes: posInt('nNodes').default(1),
+    n: posInt('n').default(8),
+    batchSize: posInt('batchSize').default(128),
+    ppoMiniBatchSize: posInt('ppoMiniBatchSize').default(64),
+    maxPromptLength: posInt('maxPromptLength').default(16384),
+    maxResponseLength: posInt('maxResponseLength').default(16384),
+    maxObsLength: posInt('maxObsLength').default(8192),
+    maxActionLength: posInt('maxActionLength').default(2048),
+    temperature: z.number().positive().default(1.0),
+    topP: prob('topP').default(1.0),
+    maxTurns: posInt('maxTurns').default(3),
+    lr: z.number().positive().default(1e-6),
+    klLossCoef: z.number().min(0).default(0),
+    entropyCoeff: z.number().min(0).default(0),
+    tensorModelParallelSize: posInt('tensorModelParallelSize').default(2),
+    gpuMemoryUtilization: prob('gpuMemoryUtilization').default(0.8),
+    doOffload: z.boolean().default(false),
+    workersPerTool: posInt('workersPerTool').default(4),
+    saveFreq: posInt('saveFreq').default(10),
+    testFreq: posInt('testFreq').default(10),
+    totalEpochs: posInt('totalEpochs').default(10),
+    projectName: z.string().regex(/^[A-Za-z0-9._-]+$/).default('pixel_reasoner'),
+    experimentName: z.string().regex(/^[A-Za-z0-9._-]+$/).optional(),
+    useWandb: z.boolean().default(false),
+  })
+  .superRefine((p, ctx) => {
+    if (p.batchSize % p.ppoMiniBatchSize !== 0) ctx.addIssue({ code: 'custom', path: ['ppoMiniBatchSize'], message: `ppoMiniBatchSize (${p.ppoMiniBatchSize}) must divide batchSize (${p.batchSize})` });
+    if (p.rlAlg === 'grpo' && p.n < 2) ctx.addIssue({ code: 'custom', path: ['n'], message: 'GRPO needs n ≥ 2 responses per prompt (group normalization)' });
+    if (p.nGpusPerNode % p.tensorModelParallelSize !== 0) ctx.addIssue({ code: 'custom', path: ['tensorModelParallelSize'], message: `tensorModelParallelSize (${p.tensorModelParallelSize}) must divide nGpusPerNode (${p.nGpusPerNode})` });
+    if (!p.dataPrep.enabled && !p.trainFiles?.length) ctx.addIssue({ code: 'custom', path: ['trainFiles'], message: 'give trainFiles when dataPrep is disabled' });
+  });
+
+export const verlToolPixelReasonerTemplate: JobTemplate<typeof VerlToolPixelReasonerSchema> = {
+  id: 'verl-tool-pixel-reasoner-grpo',
+  title: 'verl-tool · Pixel Reasoner GRPO',
+  description: 'Multi-turn GRPO with the pixel_reasoner tool server and reward manager (verl-tool).',
+  source: 'TIGER-AI-Lab/verl-tool examples/train/pixel_reasoner/train_qwen25vl.sh, examples/data_preprocess/pixel_reasoner/prepare_train.py',
+  schema: VerlToolPixelReasonerSchema,
+  build(p): TemplateOutput {
+    const dp = p.dataPrep;
+    const dataDir = `${dp.localDir}/${(dp.datasetPath.split('/').pop() ?? '').replace(/-/g, '_')}/${dp.version}`;
+    const train = p.trainFiles ?? [`${dataDir}/train.parquet`];
+    const val = p.valFiles ?? (p.trainFiles ? [] : [`${dataDir}/val.parquet`]);
+    const model = p.model.replace(/\//g, '_').toLowerCase();
+    const exp = p.experimentName ?? `pixel_reasoner-agent-${model}-${p.rlAlg}-n${p.n}-b${p.batchSize}-t${p.temperature}-lr${num(p.lr)}`;
+    const metricsFile = `loupe_metrics/${p.projectName}/${exp}.jsonl`;
+    const lines: string[] = ['set -euo pipefail', `cd ${q(p.repoDir)}`];
+    if (dp.enabled && !p.trainFiles) {
+      lines.push(
+        `if [ ! -f ${q(`${dataDir}/train.parquet`)} ]; then`,
+        `  ${multiline('python examples/data_preprocess/pixel_reasoner/prepare_train.py', [
+          `--dataset_path=${q(dp.datasetPath)}`,
+          `--local_dir=${q(dp.localDir)}`,
+          `--version=${q(dp.version)}`,
+          `--include_videos=${pyBool(dp.includeVideos)}`,
+          ...(dp.filterLen ? [`--filter_len=${dp.filterLen}`] : []),
+        ])}`,
+        'fi',
+      );
+    }
+    lines.push(
+      '# verl cannot take special strings as overrides: the action stop token goes through a file',
+      'action_stop_tokens_file=$(mktemp)',
+      "printf '%s' '</tool_call>' > \"$action_stop_tokens_file\"",
+      "host=$(hostname -i | awk '{print $1}')",
+      'port=$(shuf -i 30000-31000 -n 1)',
+      `python -m verl_tool.servers.serve --host "$host" --port "$port" --tool_type pixel_reasoner --workers_per_tool ${p.workersPerTool} &`,
+      'tool_server_pid=$!',
+      'trap \'kill "$tool_server_pid" 2>/dev/null || true\' EXIT',
+      `mkdir -p ${q(metricsFile.replace(/\/[^/]+$/, ''))}`,
+      `export VERL_FILE_LOGGER_PATH="$(pwd)/${metricsFile}"`,
+    );
+    const list = (xs: string[]): string => `[${xs.map((x) => (x.startsWith('/') ? x : `$(pwd)/${x}`)).join(',')}]`;
+    const args: Array<string | [string, string | number | boolean]> = [
+      `algorithm.adv_estimator=${p.rlAlg}`,
+      `data.train_files=${list(train)}`,
+      ...(val.length ? [`data.val_files=${list(val)}`] : []),
+      `data.train_batch_size=${p.batchSize}`,
+      `data.max_prompt_length=${p.maxPromptLength}`,
+      `data.max_response_length=${p.maxResponseLength}`,
+      'data.filter_overlong_prompts=False',
+      "data.truncation='right'",
+      'reward_model.reward_manager=pixel_reasoner',
+      'reward_model.launch_reward_fn_async=True',
+      `actor_rollout_ref.model.path=${q(p.model)}`,
+      'actor_rollout_ref.model.enable_gradient_checkpointing=True',
+      'actor_rollout_ref.model.use_remove_padding=True',
+      'actor_rollout_ref.model.trust_remote_code=True',
+      `actor_rollout_ref.actor.optim.lr=${num(p.lr)}`,
+      `actor_rollout_ref.actor.ppo_mini_batch_size=${p.ppoMiniBatchSize}`,
+      'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1',
+      `actor_rollout_ref.actor.ppo_max_token_len_per_gpu=${p.maxPromptLength + p.maxResponseLength}`,
+      'actor_rollout_ref.actor.use_kl_loss=True',
+      'actor_rollout_ref.actor.strategy=fsdp2',
+      `actor_rollout_ref.actor.kl_loss_coef=${p.klLossCoef}`,
+      'actor_rollout_ref.actor.kl_loss_type=low_var_kl',
+      `actor_rollout_ref.actor.entropy_coeff=${p.entropyCoeff}`,
+      `actor_rollout_ref.actor.fsdp_config.param_offload=${pyBool(p.doOffload)}`,
+      `actor_rollout_ref.actor.fsdp_config.optimizer_offload=${pyBool(p.doOffload)}`,
+      'actor_rollout_ref.agent.enable_agent=True',
+      'actor_rollout_ref.agent.tool_server_url="http://$host:$port/get_observation"',
+      `actor_rollout_ref.agent.max_prompt_length=${p.maxPromptLength}`,
+      `actor_rollout_ref.agent.max_response_length=${p.maxResponseLength}`,
+      `actor_rollout_ref.agent.max_start_length=${p.maxPromptLength}`,
+      `actor_rollout_ref.agent.max_obs_length=${p.maxObsLength}`,
+      `actor_rollout_ref.agent.max_turns=${p.maxTurns}`,
+      'actor_rollout_ref.agent.additional_eos_token_ids=[151645]',
+      'actor_rollout_ref.agent.mask_observations=True',
+      'actor_rollout_ref.agent.action_stop_tokens="$action_stop_tokens_file"',
+      'actor_rollout_ref.agent.enable_mtrl=True',
+      `actor_rollout_ref.agent.max_action_length=${p.maxActionLength}`,
+      `actor_rollout_ref.rollout.tensor_model_parallel_size=${p.tensorModelParallelSize}`,
+      'actor_rollout_ref.rollout.name=vllm',
+      'actor_rollout_ref.rollout.mode=async',
+      `actor_rollout_ref.rollout.gpu_memory_utilization=${p.gpuMemoryUtilization}`,
+      `actor_rollout_ref.rollout.temperature=${p.temperature}`,
+      `actor_rollout_ref.rollout.top_p=${p.topP}`,
+      `actor_rollout_ref.rollout.n=${p.n}`,
+      'actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8',
+      'actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8',
+      `actor_rollout_ref.ref.fsdp_config.param_offload=${pyBool(p.doOffload)}`,
+      'algorithm.kl_ctrl.kl_coef=0',
+      `trainer.logger=['console','file'${p.useWandb ? ",'wandb'" : ''}]`,
+      `trainer.project_name=${p.projectName}`,
+      `trainer.experiment_name=${exp}`,
+      'trainer.val_before_train=True',
+      `trainer.n_gpus_per_node=${p.nGpusPerNode}`,
+      `trainer.nnodes=${p.nNodes}`,
+      `trainer.save_freq=${p.saveFreq}`,
+      `trainer.test_freq=${p.testFreq}`,
+      `trainer.total_epochs=${p.totalEpochs}`,
+    ];
+    lines.push(multiline('PYTHONUNBUFFERED=1 python3 -m verl_tool.trainer.main_ppo', args));
+    return {
+      templateId: this.id,
+      script: `${lines.join('\n')}\n`,
+      env: { VLLM_USE_V1: '1', VERL_RUN_ID: exp },
+      files: [],
+      services: [],
+      resources: { nodes: p.nNodes, gpus: p.nGpusPerNode },
+      metrics: { format: 'verl-jsonl', file: metricsFile },
+      notes: [
+        'The tool server runs inside the job on a random port in 30000-31000.',
+        `Metrics: console lines "step:N - …" and JSONL at ${metricsFile} (trainer.logger includes 'file').`,
+        ...(dp.filterLen ? [] : ['filterLen is off: very long multimodal prompts are truncated on the right, which breaks image tokens.']),
+      ],
+    };
+  },
+};
+
+// ───────────────────────── Pixel Reasoner curiosity-driven RL (OpenRLHF) ─────────────────────────
+export const PixelReasonerRlSchema = z.object({
+  /** Pixel-Reasoner checkout's curiosity_driven_rl folder. */
+  repoDir: path.default('curiosity_driven_rl'),
+  /** Warm-start policy (HF id or path). */
+  policy: path.default('TIGER-Lab/PixelReasoner-WarmStart'),
+  /** Training parquet (`trainver`); the upstream script hard-codes DATASET, so it is patched to use this. */
+  trainver: path,
+  /** Evaluation parquet (`testver`). */
+  testver: path,
+  sys: z.enum(['vcot', 'default', 'notool']).default('vcot'),
+  maxPixels: posInt('MAX_PIXELS').default(4014080),
+  minPixels: posInt('MIN_PIXELS').default(401408),
+  bsz: posInt('bsz').default(256),
+  rbuffer: posInt('rbuffer').default(512),
+  nsamples: posInt('nsamples').default(8),
+  /** Learning rate in units of 1e-7 (the script passes `${lr}e-7`): 10 → 1e-6. */
+  lr: posInt('lr').default(10),
+  temperature: z.number().positive().default(1.0),
+  maxlen: posInt('maxlen').default(10000),
+  logpBsz: posInt('logp_bsz').default(1),
+  filter: z.boolean().default(true),
+  algo: z.enum(['group', 'group_sft', 'reinforce', 'gae']).default('group'),
+  nepoch: posInt('nepoch').default(3),
+  tagname: z.string().regex(/^[A-Za-z0-9._-]*$/).default('loupe'),
+  /** Where checkpoints go (`working_dir`, saves under it). */
+  workDir: path.default('.'),
+});
+
+export const pixelReasonerRlTemplate: JobTemplate<typeof PixelReasonerRlSchema> = {
+  id: 'pixel-reasoner-curiosity-rl',
+  title: 'Pixel Reasoner · curiosity-driven RL (OpenRLHF)',
+  description: 'scripts/train_vlm_multi.sh with its environment variables; starts a Ray head and submits openrlhf.cli.train_ppo_ray.',
+  source: 'TIGER-AI-Lab/Pixel-Reasoner curiosity_driven_rl/scripts/train_vlm_multi.sh; reference §6 (PR RL)',
+  schema: PixelReasonerRlSchema,
+  build(p): TemplateOutput {
+    const env: Record<string, string> = {
+      policy: p.policy,
+      trainver: p.trainver,
+      testver: p.testver,
+      sys: p.sys,
+      MAX_PIXELS: String(p.maxPixels),
+      MIN_PIXELS: String(p.minPixels),
+      bsz: String(p.bsz),
+      rbuffer: String(p.rbuffer),
+      nsamples: String(p.nsamples),
+      lr: String(p.lr),
+      temperature: String(p.temperature),
+      maxlen: String(p.maxlen),
+      logp_bsz: String(p.logpBsz),
+      filter: p.filter ? 'True' : 'None',
+      algo: p.algo,
+      nepoch: String(p.nepoch),
+      tagname: p.tagname,
+    };
+    // The upstream script hard-codes placeholder paths, overwrites WANDB_API_KEY, and reads rbuffer from ${bsz}.
+    const patch = [
+      `s#^working_dir=.*#working_dir=${p.workDir.replace(/#/g, '\\#')}#`,
+      's#^DATASET=.*#DATASET=${trainver}#',
+      's#^testdata=.*#testdata=${testver}#',
+      's#^rbuffer=\\${bsz:-#rbuffer=${rbuffer:-#',
+      's#^export WANDB_API_KEY=""#export WANDB_API_KEY=${WANDB_API_KEY:-""}#',
+    ];
+    const lines = [
+      'set -euo pipefail',
+      `cd ${q(p.repoDir)}`,
+      ...exportLines(env),
+      'patched=$(mktemp --suffix=.sh)',
+      `sed ${patch.map((s) => `-e ${q(s)}`).join(' ')} scripts/train_vlm_multi.sh > "$patched"`,
+      'grep -q "^DATASET=\\${trainver}" "$patched" || { echo "loupe: could not patch DATASET in scripts/train_vlm_multi.sh (upstream changed?)" >&2; exit 2; }',
+      'bash "$patched"',
+    ];
+    return {
+      templateId: this.id,
+      script: `${lines.join('\n')}\n`,
+      env: {},
+      files: [],
+      services: [],
+      resources: { nodes: 1, gpus: 8 },
+      metrics: { format: 'openrlhf' },
+      notes: [
+        'Expects 8 GPUs per node (4×8 actor + 4×8 vLLM in the multi-node layout).',
+        'MAX_PIXELS/MIN_PIXELS must reach every Ray node (the README warns); they are exported before ray start.',
+        'Patched: working_dir, DATASET, testdata, rbuffer (upstream reads ${bsz}), WANDB_API_KEY (upstream blanks it).',
+      ],
+    };
+  },
+};
+
+// ───────────────────────── ms-swift GRPO on VSI-Bench (MRA reward) ─────────────────────────
+export const MsSwiftVsiSchema = z
+  .object({
+    model: path.default('Qwen/Qwen2.5-VL-7B-Instruct'),
+    /** ms-swift JSONL ({messages, videos, solution, question_type}); see exportMsSwiftRows. */
+    dataset: path,
+    outputDir: path.default('output/vsi_grpo'),
+    numGenerations: posInt('numGenerations').default(12),
+    beta: z.number().min(0).default(0),
+    temperature: z.number().positive().default(0.9),
+    maxCompletionLength: posInt('maxCompletionLength').default(2048),
+    learningRate: z.number().positive().default(1e-6),
+    perDeviceTrainBatchSize: posInt('perDeviceTrainBatchSize').default(3),
+    gradientAccumulationSteps: posInt('gradientAccumulationSteps').default(1),
+    nprocPerNode: posInt('nprocPerNode').default(8),
+    numTrainEpochs: posInt('numTrainEpochs').default(1),
+    maxPixels: posInt('MAX_PIXELS').default(602112),
+    fpsMaxFrames: posInt('FPS_MAX_FRAMES').default(16),
+    rewardFuncs: z.array(z.enum(['vsi_mra', 'format'])).min(1, 'at least one reward function').default(['vsi_mra']),
+    useVllm: z.boolean().default(true),
+  })
+  .superRefine((p, ctx) => {
+    const gen = p.perDeviceTrainBatchSize * p.nprocPerNode * p.gradientAccumulationSteps;
+    if (gen % p.numGenerations !== 0) {
+      ctx.addIssue({ code: 'custom', path: ['numGenerations'], message: `the generation batch (perDeviceTrainBatchSize × nprocPerNode × gradientAccumulationSteps = ${gen}) must be divisible by numGenerations (${p.numGenerations})` });
+    }
+  });
+
+export const msSwiftVsiTemplate: JobTemplate<typeof MsSwiftVsiSchema> = {
+  id: 'ms-swift-grpo-vsibench',
+  title: 'ms-swift · GRPO on VSI-Bench (MRA reward)',
+  description: 'swift rlhf --rlhf_type grpo with a generated ORM plugin scoring VSI-Bench answers (MRA for numbers, letter match for choices).',
+  source: 'modelscope/ms-swift GRPO docs (GetStarted/GRPO.md, DeveloperGuide/reward_function.md); reference §6 (MS) and VSI-Bench scoring',
+  schema: MsSwiftVsiSchema,
+  build(p): TemplateOutput {
+    const pluginPath = 'loupe_plugins/vsi_mra_plugin.py';
+    const args: Array<string | [string, string | number | boolean]> = [
+      ['--rlhf_type', 'grpo'],
+      ['--model', p.model],
+      ['--external_plugins', pluginPath],
+      ['--reward_funcs', p.rewardFuncs.join(' ')],
+      ['--dataset', p.dataset],
+      ['--num_generations', p.numGenerations],
+      ['--beta', p.beta],
+      ['--temperature', p.temperature],
+      ['--max_completion_length', p.maxCompletionLength],
+      ['--learning_rate', num(p.learningRate)],
+      ['--per_device_train_batch_size', p.perDeviceTrainBatchSize],
+      ['--gradient_accumulation_steps', p.gradientAccumulationSteps],
+      ['--num_train_epochs', p.numTrainEpochs],
+      ['--train_type', 'full'],
+      ['--torch_dtype', 'bfloat16'],
+      ['--logging_steps', 1],
+      ['--output_dir', p.outputDir],
+      ['--report_to', 'tensorboard'],
+      ...(p.useVllm ? ([['--use_vllm', 'true'], ['--vllm_mode', 'colocate']] as Array<[string, string]>) : []),
+    ];
+    // reward_funcs takes several names: split them back into separate words.
+    const cmd = multiline('swift rlhf', args).replace(`--reward_funcs ${q(p.rewardFuncs.join(' '))}`, `--reward_funcs ${p.rewardFuncs.join(' ')}`);
+    return {
+      templateId: this.id,
+      script: `set -euo pipefail\n${cmd}\n`,
+      env: { NPROC_PER_NODE: String(p.nprocPerNode), MAX_PIXELS: String(p.maxPixels), FPS_MAX_FRAMES: String(p.fpsMaxFrames) },
+      files: [{ path: pluginPath, content: msSwiftVsiPluginSource() }],
+      services: [],
+      resources: { nodes: 1, gpus: p.nprocPerNode },
+      metrics: { format: 'ms-swift', file: `${p.outputDir}/*/logging.jsonl` },
+      notes: ['ms-swift writes logging.jsonl under a versioned run folder (output_dir/vN-<date>/).', 'Reward keys in logs: reward, reward_std, rewards/VsiMra/mean (name depends on the ms-swift version).'],
+    };
+  },
+};
+
+// ───────────────────────── DeepEyes (verl_agents + LLM judge) ─────────────────────────
+export const DeepEyesSchema = z.object({
+  repoDir: path.default('.'),
+  size: z.enum(['7b', '32b']).default('7b'),
+  /** Training nodes (8 GPUs each). */
+  worldSize: posInt('worldSize').default(4),
+  judgeModel: path.default('Qwen/Qwen2.5-72B-Instruct'),
+  /** Host the judge runs on, as seen from the training nodes. */
+  judgeHost: z.string().min(1).default('127.0.0.1'),
+  judgePort: z.number().int().min(1).max(65535).default(18901),
+  judgeTensorParallel: posInt('judgeTensorParallel').default(8),
+  judgeMaxModelLen: posInt('judgeMaxModelLen').default(32768),
+});
+
+export const deepEyesTemplate: JobTemplate<typeof DeepEyesSchema> = {
+  id: 'deepeyes-grpo',
+  title: 'DeepEyes · GRPO with an LLM judge',
+  description: 'A vLLM judge (served as "judge") plus the DeepEyes verl main_ppo recipe (grpo, n=16, batch 256, lr 1e-6, kl 0).',
+  source: 'Visual-Agent/DeepEyes README (Step 1-3), examples/agent/final_merged_v1v8_thinklite{,_32b}.sh; reference §6 (DE)',
+  schema: DeepEyesSchema,
+  build(p): TemplateOutput {
+    const judge = multiline(`vllm serve ${q(p.judgeModel)}`, [
+      ['--port', p.judgePort],
+      ['--gpu-memory-utilization', 0.8],
+      ['--max-model-len', p.judgeMaxModelLen],
+      ['--tensor-parallel-size', p.judgeTensorParallel],
+      ['--served-model-name', 'judge'],
+      '--trust-remote-code',
+      '--disable-log-requests',
+    ]);
+    const base = `http://${p.judgeHost}:${p.judgePort}/v1`;
+    const script = [
+      'set -euo pipefail',
+      `cd ${q(p.repoDir)}`,
+      `curl -sf ${q(`${base}/models`)} >/dev/null || { echo "loupe: the judge at ${base} does not answer; start the judge service first" >&2; exit 2; }`,
+      `bash examples/agent/final_merged_v1v8_thinklite${p.size === '32b' ? '_32b' : ''}.sh`,
+    ].join('\n');
+    const gpus = p.worldSize * 8;
+    return {
+      templateId: this.id,
+      script: `${script}\n`,
+      env: { LLM_AS_A_JUDGE_BASE: base, WORLD_SIZE: String(p.worldSize) },
+      files: [],
+      services: [{ name: 'judge', script: `set -euo pipefail\n${judge}\n`, note: `needs ${p.judgeTensorParallel} GPUs; the trainer reaches it at ${base}` }],
+      resources: { nodes: p.worldSize, gpus: 8 },
+      metrics: { format: 'verl-console' },
+      notes: [
+        'Needs a Ray cluster across the training nodes before the script starts.',
+        ...(p.size === '7b' && gpus < 32 ? [`${gpus} GPUs requested; DeepEyes recommends ≥ 32 GPUs for 7B`] : []),
+      ],
+    };
+  },
+};
+
+// ───────────────────────── loupe-tiny local fine-tune ─────────────────────────
+export const LoupeTinySchema = z.object({
+  /** The trainer command; the lead points this at the real trainer. It reads the LOUPE_* variables. */
+  command: z.string().min(1).default('python3 models/loupe-tiny/train.py'),
+  /** SFT traces (JSONL from exportSftTraces). */
+  data: path,
+  outputDir: path.default('.workspace/models/loupe-tiny-ft'),
+  epochs: posInt('epochs').default(1),
+  lr: z.number().positive().default(1e-4),
+  batchSize: posInt('batchSize').default(8),
+  maxSteps: posInt('maxSteps').optional(),
+  seed: z.number().int().default(0),
+});
+
+export const loupeTinyTemplate: JobTemplate<typeof LoupeTinySchema> = {
+  id: 'loupe-tiny-finetune',
+  title: 'loupe-tiny · local fine-tune',
+  description: 'Fine-tune the bundled tiny model on SFT traces exported from successful trajectories (CPU-friendly).',
+  source: 'Loupe (placeholder command until the trainer lands)',
+  schema: LoupeTinySchema,
+  build(p): TemplateOutput {
+    return {
+      templateId: this.id,
+      script: `set -euo pipefail\nmkdir -p "$LOUPE_OUT"\n${p.command}\n`,
+      env: {
+        LOUPE_DATA: p.data,
+        LOUPE_OUT: p.outputDir,
+        LOUPE_EPOCHS: String(p.epochs),
+        LOUPE_LR: num(p.lr),
+        LOUPE_BATCH: String(p.batchSize),
+        LOUPE_SEED: String(p.seed),
+        ...(p.maxSteps ? { LOUPE_MAX_STEPS: String(p.maxSteps) } : {}),
+        PYTHONUNBUFFERED: '1',
+      },
+      files: [],
+      services: [],
+      resources: { cpus: 2 },
+      metrics: { format: 'verl-console' },
+      notes: ['The trainer is expected to print one "step:N - loss:… - lr:…" line per step (verl console format).'],
+    };
+  },
+};
+
+export const TEMPLATES = [verlToolPixelReasonerTemplate, pixelReasonerRlTemplate, msSwiftVsiTemplate, deepEyesTemplate, loupeTinyTemplate] as const;
+
+export class TemplateParamsError extends Error {
+  constructor(
+    readonly templateId: string,
+    readonly issues: Array<{ path: string; message: string }>,
+  ) {
+    super(`${templateId}: ${issues.map((i) => `${i.path || '(params)'}: ${i.message}`).join('; ')}`);
+    this.name = 'TemplateParamsError';
+  }
+}
+
+export function getTemplate(id: string): JobTemplate {
+  const t = TEMPLATES.find((x) => x.id === id);
+  if (!t) throw new Error(`unknown training template ${JSON.stringify(id)}; known: ${TEMPLATES.map((x) => x.id).join(', ')}`);
+  return t as unknown as JobTemplate;
+}
+
+/** Validate params (defaults filled) and build; bad params → TemplateParamsError naming each field. */
+export function buildTemplate(id: string, params: unknown): TemplateOutput {
+  const t = getTemplate(id);
+  const r = t.schema.safeParse(params ?? {});
+  if (!r.success) throw new TemplateParamsError(id, r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })));
+  return t.build(r.data);
+}
+
+/** Defaults of a template (for the UI form). */
+export function templateDefaults(id: string, required: Record<string, unknown> = {}): unknown {
+  return getTemplate(id).schema.parse(required);
+}
