@@ -1,0 +1,149 @@
+/**
+ * `loupe run --model DIR|URL --image FILE "question"` — one question through the agent loop, printed live:
+ * the model's text as it streams, each tool call (parsed box, crop box, produced media and where it was
+ * written in the workspace) and the observation, then the stop reason. `--json` prints the trajectory as
+ * the last stdout line instead of the live text.
+ */
+import type { Command } from 'commander';
+import path from 'node:path';
+import { existsSync } from 'node:fs';
+
+interface RunCliOptions {
+  model: string;
+  image?: string[];
+  video?: string;
+  frames?: string;
+  prompt: string;
+  dialect: string;
+  mode: string;
+  maxTokens?: number;
+  maxCalls?: number;
+  temperature: number;
+  workspace?: string;
+  device?: string;
+  dtype?: string;
+  apiKey?: string;
+  json?: boolean;
+}
+
+function int(name: string, min = 0) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+    return n;
+  };
+}
+
+function collect(v: string, prev: string[] = []): string[] {
+  return [...prev, v];
+}
+
+export function register(program: Command): void {
+  program
+    .command('run')
+    .description('ask one question about an image (or video frames) and print the trajectory live')
+    .argument('<question>', 'the question')
+    .requiredOption('--model <m>', 'local model folder, OpenAI-compatible URL (http://host:port/v1[#model]) or replay:<file.jsonl> (qid "run")')
+    .option('--image <file>', 'an image (repeat for several)', collect)
+    .option('--video <file>', 'a video file (give its extracted frames with --frames)')
+    .option('--frames <dir>', 'a folder of video frames, in name order')
+    .option('--prompt <p>', 'vcot (tools) or notool', 'vcot')
+    .option('--dialect <d>', 'pixel-reasoner | verl-tool | deepeyes', 'pixel-reasoner')
+    .option('--mode <m>', 'eval or train presets', 'eval')
+    .option('--max-tokens <n>', 'max new tokens per turn', int('--max-tokens', 1))
+    .option('--max-calls <n>', 'tool-call limit', int('--max-calls', 0))
+    .option('--temperature <t>', 'sampling temperature', (v) => Number(v), 0)
+    .option('--workspace <dir>', 'workspace folder for the crops (default $LOUPE_WORKSPACE or the user data dir)')
+    .option('--device <d>', 'local engine device')
+    .option('--dtype <t>', 'local engine dtype')
+    .option('--api-key <k>', 'API key for the server')
+    .option('--json', 'print the trajectory as JSON on the last stdout line')
+    .action(async (question: string, o: RunCliOptions) => {
+      const [{ parseModelRef }, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { cliEngineFactory, cliImageOps }, { listFrames }] = await Promise.all([
+        import('../../../app/sweeps/plan'),
+        import('../../../app/agent'),
+        import('../../../app/protocol'),
+        import('../../../app/workspace'),
+        import('../wiring'),
+        import('../../../app/bench/adapters/frames'),
+      ]);
+      if (o.prompt !== 'vcot' && o.prompt !== 'notool') throw new Error(`--prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}`);
+      if (o.mode !== 'eval' && o.mode !== 'train') throw new Error(`--mode must be eval or train, got ${JSON.stringify(o.mode)}`);
+      const dialect = getDialect(o.dialect);
+      let media: { images: string[] } | { videoFrames: string[] };
+      if (o.frames) {
+        const frames = listFrames(path.resolve(o.frames));
+        if (!frames.length) throw new Error(`--frames ${o.frames}: no image files (jpg, png, webp, bmp) in that folder`);
+        media = { videoFrames: frames };
+      } else if (o.video) {
+        throw new Error(`--video ${o.video}: Loupe reads video as frames; extract them first (e.g. ffmpeg -i ${o.video} -vf fps=1 frames/%04d.jpg) and pass --frames frames/`);
+      } else if (o.image?.length) {
+        for (const f of o.image) if (!existsSync(f)) throw new Error(`--image ${f}: no such file`);
+        media = { images: o.image.map((f) => path.resolve(f)) };
+      } else {
+        throw new Error('give an image (--image FILE) or video frames (--frames DIR)');
+      }
+      const model = parseModelRef(o.model);
+      const ws = await new Workspace(o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir()).init();
+      const lease = await cliEngineFactory({ ...(o.device ? { device: o.device as never } : {}), ...(o.dtype ? { dtype: o.dtype as never } : {}), ...(o.apiKey ? { apiKey: o.apiKey } : {}) })(model);
+      const imageOps = await cliImageOps(ws.media);
+      const ctrl = new AbortController();
+      const onInt = () => ctrl.abort(new Error('SIGINT'));
+      process.once('SIGINT', onInt);
+      const out = (s: string) => {
+        if (!o.json) process.stdout.write(s);
+      };
+      const mediaLine = (m: { id: string; width: number; height: number }) => `${path.join(ws.media.dir, m.id)} (${m.width}×${m.height})`;
+      try {
+        const t = await runEpisode({
+          engine: lease.engineFor({ qid: 'run', bench: 'run', question, answer: null, media: {}, isVideo: 'videoFrames' in media, scorer: '' }),
+          dialect,
+          media,
+          question,
+          imageOps,
+          settings: {
+            prompt: o.prompt,
+            mode: o.mode,
+            decoding: { temperature: o.temperature },
+            limits: { ...(o.maxTokens ? { maxTokensPerTurn: o.maxTokens } : {}), ...(o.maxCalls !== undefined ? { maxCalls: o.maxCalls } : {}) },
+          },
+          signal: ctrl.signal,
+          onStep: (e) => {
+            switch (e.type) {
+              case 'episode-start':
+                out(`model ${lease.info.model} (${lease.info.kind}${lease.info.device ? `, ${lease.info.device}` : ''}), dialect ${dialect.id}, prompt ${o.prompt}\n`);
+                e.media.forEach((m, i) => out(`image ${i + 1}: ${mediaLine(m)}\n`));
+                break;
+              case 'turn-start':
+                out(`\n── turn ${e.turnIndex + 1} ──\n`);
+                break;
+              case 'token':
+                out(e.delta);
+                break;
+              case 'call-executed': {
+                const c = e.call;
+                out(`\n\n→ tool ${c.name ?? '(unparsed)'}${c.bboxRaw ? ` bbox ${JSON.stringify(c.bboxRaw)} (${c.bboxMode})` : ''}${c.cropBox ? ` → crop box ${JSON.stringify(c.cropBox)}` : ''}${c.frameIndices ? ` frames ${JSON.stringify(c.frameIndices)}` : ''}\n`);
+                if (c.error) out(`  error: ${c.error}\n`);
+                for (const m of c.produced) out(`  wrote ${mediaLine(m)}\n`);
+                if (e.observation) out(`  observation: ${JSON.stringify(e.observation)}\n`);
+                break;
+              }
+              case 'turn-end':
+                out(`\n  [${e.turn.completionTokens ?? '?'} tokens, ${Math.round(e.turn.latencyMs ?? 0)} ms${e.turn.finishReason ? `, ${e.turn.finishReason}` : ''}]\n`);
+                break;
+              default:
+                break;
+            }
+          },
+        });
+        out(`\nstop: ${t.stopReason}${t.error ? ` (${t.error})` : ''}\n`);
+        if (t.finalText !== undefined) out(`answer: ${t.finalText.trim()}\n`);
+        if (o.json) process.stdout.write(JSON.stringify(t) + '\n');
+        if (t.stopReason === 'engine_error' || t.stopReason === 'error') process.exitCode = 1;
+      } finally {
+        process.off('SIGINT', onInt);
+        await imageOps.close?.();
+        await lease.dispose();
+      }
+    });
+}
