@@ -1,0 +1,218 @@
+/**
+ * Training: job templates (parameter forms derived from the templates' zod schemas), connectors per workspace
+ * (local always; Slurm over SSH, slurmrestd, Ray), secrets (write-only through the contract), jobs, live logs,
+ * parsed metrics and checkpoints. The core keeps job records in `<workspace>/training/jobs.jsonl`.
+ */
+import { z } from 'zod';
+import { Empty } from '../common';
+
+/** One form field of a template, flattened (nested objects become dotted names like `dataPrep.enabled`). */
+export const TemplateFieldSchema = z.object({
+  /** Dotted path into the parameter object. */
+  name: z.string(),
+  type: z.enum(['string', 'text', 'number', 'integer', 'boolean', 'enum', 'string[]', 'enum[]']),
+  /** JSON default from the template's schema (seeded from the upstream launch scripts); absent = no default. */
+  default: z.unknown().optional(),
+  /** True when the field has no default and must be given. */
+  required: z.boolean(),
+  /** `null` is a valid value (e.g. `filterLen` off). */
+  nullable: z.boolean(),
+  description: z.string().optional(),
+  min: z.number().optional(),
+  max: z.number().optional(),
+  /** `min`/`max` exclude the bound. */
+  exclusiveMin: z.boolean().optional(),
+  /** Allowed values for enum / enum[] fields. */
+  options: z.array(z.string()).optional(),
+  pattern: z.string().optional(),
+});
+export type TemplateField = z.infer<typeof TemplateFieldSchema>;
+
+export const TemplateInfoSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  description: z.string(),
+  /** Where the defaults come from. */
+  source: z.string(),
+  /** False when what the template launches is not shipped with this build (the page says so before submit). */
+  available: z.boolean(),
+  /** Why it is unavailable, or what to know first. */
+  notice: z.string().optional(),
+  fields: z.array(TemplateFieldSchema),
+});
+export type TemplateInfo = z.infer<typeof TemplateInfoSchema>;
+
+export const FieldIssueSchema = z.object({ path: z.string(), message: z.string() });
+export type FieldIssue = z.infer<typeof FieldIssueSchema>;
+
+/** The job a template produces for one connector, shown before submit. */
+export const RenderedJobSchema = z.object({
+  templateId: z.string(),
+  /** The exact bash body the connector receives (extra files inlined as heredocs). */
+  script: z.string(),
+  env: z.record(z.string(), z.string()),
+  files: z.array(z.object({ path: z.string(), chars: z.number().int() })),
+  services: z.array(z.object({ name: z.string(), note: z.string(), script: z.string() })),
+  notes: z.array(z.string()),
+  resources: z.record(z.string(), z.union([z.number(), z.string()])),
+  metricsFormat: z.string(),
+});
+export type RenderedJob = z.infer<typeof RenderedJobSchema>;
+
+export const RenderResultSchema = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), job: RenderedJobSchema }),
+  /** Each problem names its field (dotted path) so the form can put it next to the input. */
+  z.object({ ok: z.literal(false), issues: z.array(FieldIssueSchema) }),
+]);
+export type RenderResult = z.infer<typeof RenderResultSchema>;
+
+const ConnName = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'connector names use 1-64 letters, digits, ".", "_" and "-"');
+const SecretName = z.string().regex(/^[A-Za-z0-9._:/@-]{1,200}$/, 'secret names use 1-200 letters, digits and . _ : / @ -');
+
+/** Remote connector settings. Secrets are referenced by name, never included. (`local` is built in.) */
+export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('slurm-ssh'),
+    name: ConnName,
+    host: z.string().min(1, 'host is required'),
+    port: z.number().int().min(1).max(65535).default(22),
+    user: z.string().min(1, 'user is required'),
+    /** Secret holding the private key text. */
+    keySecret: SecretName,
+    passphraseSecret: SecretName.optional(),
+    /** known_hosts line(s) for the host (public data). */
+    knownHosts: z.string().min(1, 'paste the host line from known_hosts (ssh-keyscan -p PORT HOST)'),
+    remoteDir: z.string().regex(/^\//, 'remoteDir must be an absolute path on the cluster'),
+    slurmConf: z.string().optional(),
+    partition: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal('slurmrestd'),
+    name: ConnName,
+    baseUrl: z.url(),
+    user: z.string().min(1, 'user is required'),
+    tokenSecret: SecretName,
+    outputDir: z.string().regex(/^\//, 'outputDir must be an absolute path on the cluster'),
+    partition: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal('ray'),
+    name: ConnName,
+    baseUrl: z.url(),
+    tokenSecret: SecretName.optional(),
+    followMode: z.enum(['ws', 'poll']).default('ws'),
+  }),
+]);
+export type RemoteConnectorConfig = z.infer<typeof RemoteConnectorConfigSchema>;
+
+export const ConnectorInfoSchema = z.object({
+  name: z.string(),
+  kind: z.enum(['local', 'slurm-ssh', 'slurmrestd', 'ray']),
+  /** One line for the picker, e.g. `root@127.0.0.1:2222 → /scratch/jobs`. */
+  summary: z.string(),
+  /** Null for the built-in local connector. */
+  config: RemoteConnectorConfigSchema.nullable(),
+  /** Referenced secrets that are not in the store yet. */
+  missingSecrets: z.array(z.string()),
+});
+export type ConnectorInfo = z.infer<typeof ConnectorInfoSchema>;
+
+export const ConnectorListSchema = z.object({
+  connectors: z.array(ConnectorInfoSchema),
+  /** Names of stored secrets (never values). */
+  secrets: z.array(z.string()),
+});
+export type ConnectorList = z.infer<typeof ConnectorListSchema>;
+
+export const JobStateSchema = z.enum(['pending', 'running', 'succeeded', 'failed', 'cancelled', 'unknown']);
+export type TrainingJobState = z.infer<typeof JobStateSchema>;
+
+/** A job as Loupe records it (one line per change in `training/jobs.jsonl`; the last line per key wins). */
+export const TrainingJobSchema = z.object({
+  /** `<connector>/<backend id>`: unique across connectors. */
+  key: z.string(),
+  /** The backend's id (local-…, Slurm job id, Ray submission id). */
+  id: z.string(),
+  name: z.string(),
+  connector: z.string(),
+  connectorKind: z.enum(['local', 'slurm-ssh', 'slurmrestd', 'ray']),
+  templateId: z.string(),
+  templateTitle: z.string(),
+  params: z.record(z.string(), z.unknown()),
+  metricsFormat: z.string(),
+  state: JobStateSchema,
+  rawState: z.string(),
+  message: z.string().optional(),
+  exitCode: z.number().int().nullable().optional(),
+  /** ISO times. */
+  submittedAt: z.string(),
+  endedAt: z.string().optional(),
+  /** Checkpoint paths seen in the log (on the machine that ran the job). */
+  checkpoints: z.array(z.string()),
+});
+export type TrainingJob = z.infer<typeof TrainingJobSchema>;
+
+/** One parsed step. Non-finite values (nan, inf) cross as null. */
+export const MetricPointSchema = z.object({ step: z.number(), metrics: z.record(z.string(), z.number().nullable()) });
+export type TrainingMetricPoint = z.infer<typeof MetricPointSchema>;
+
+/** What the job view needs on open: the record, the log tail so far and every metric point so far. */
+export const JobSnapshotSchema = z.object({
+  job: TrainingJobSchema,
+  log: z.string(),
+  /** Byte offset after `log`; `training:log` events ending at or before it are already included. */
+  logOffset: z.number().int(),
+  /** Earlier log text was dropped from memory (the full log stays on the backend). */
+  logTruncated: z.boolean(),
+  points: z.array(MetricPointSchema),
+  /** True while the core follows the job (events will arrive). */
+  following: z.boolean(),
+});
+export type JobSnapshot = z.infer<typeof JobSnapshotSchema>;
+
+const JobKey = z.object({ key: z.string().min(1) });
+
+export const trainingCalls = {
+  'training:templates': { req: Empty, res: z.object({ templates: z.array(TemplateInfoSchema) }) },
+  /** Validate parameters and show the job (script, env, notes) for a connector kind. */
+  'training:render': {
+    req: z.object({ templateId: z.string(), params: z.record(z.string(), z.unknown()), connector: z.string().default('local') }),
+    res: RenderResultSchema,
+  },
+  'training:connectors': { req: Empty, res: ConnectorListSchema },
+  'training:connectorSave': { req: z.object({ config: RemoteConnectorConfigSchema }), res: ConnectorListSchema },
+  'training:connectorDelete': { req: z.object({ name: z.string() }), res: ConnectorListSchema },
+  /** Reach the backend and authenticate; `ok: false` carries the reason. */
+  'training:connectorProbe': { req: z.object({ name: z.string() }), res: z.object({ ok: z.boolean(), message: z.string() }) },
+  /** Store a secret (encrypted); the value never comes back through the contract. */
+  'training:secretSet': { req: z.object({ name: SecretName, value: z.string().min(1, 'the secret is empty') }), res: ConnectorListSchema },
+  'training:secretDelete': { req: z.object({ name: SecretName }), res: ConnectorListSchema },
+  'training:submit': {
+    req: z.object({
+      templateId: z.string(),
+      params: z.record(z.string(), z.unknown()),
+      connector: z.string().default('local'),
+      /** Job name (A-Z a-z 0-9 . _ -); default: the template id. */
+      name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'job names use 1-64 letters, digits, ".", "_" and "-"').optional(),
+    }),
+    res: TrainingJobSchema,
+  },
+  /** Every recorded job, newest first; live states refreshed from the backends where reachable. */
+  'training:jobs': { req: Empty, res: z.object({ jobs: z.array(TrainingJobSchema) }) },
+  /** Open a job: starts following it when it is not finished; returns what is known so far. */
+  'training:open': { req: JobKey, res: JobSnapshotSchema },
+  'training:cancel': { req: JobKey, res: TrainingJobSchema },
+  /** The command that evaluates a checkpoint with `loupe eval` (shown, not run). */
+  'training:evalCommand': {
+    req: z.object({ key: z.string(), checkpoint: z.string().min(1), bench: z.string().default('vstar') }),
+    res: z.object({ command: z.string(), note: z.string() }),
+  },
+} as const;
+
+export const trainingEvents = {
+  /** Whole log lines from `offset` to `nextOffset` (bytes). */
+  'training:log': z.object({ key: z.string(), text: z.string(), offset: z.number().int(), nextOffset: z.number().int() }),
+  'training:metric': z.object({ key: z.string(), points: z.array(MetricPointSchema) }),
+  'training:state': TrainingJobSchema,
+  'training:checkpoint': z.object({ key: z.string(), path: z.string() }),
+} as const;
