@@ -1,0 +1,335 @@
+/**
+ * Synthetic SFT trajectories for loupe-synth samples, in the Pixel Reasoner dialect: global view → short
+ * reasoning → `<tool_call>{"name": "crop_image_normalized", …}</tool_call>` → observation → answer in
+ * `\boxed{}`. Variants: a direct answer (easy samples), one good crop, a recovery from a poor first crop,
+ * and for video `select_frames` then a crop. Output is Pixel Reasoner's SFT shape
+ * (`{"message_list": [Qwen messages]}`) plus the exact crop geometry, so a trainer can cut the crops.
+ */
+import type { Box } from '../../contract/trajectory';
+import { fromPlainJson, pyJsonDumps } from '../../pycompat/json';
+import { prCropObservation, prFramesObservation } from '../../protocol/pixelReasoner';
+import { PR_GUIDELINES, prSystemPrompt } from '../../protocol/prompts';
+import { prCropGeometry } from '../../tools/crop';
+import { presetFor, resizeWithPreset } from '../../tools/smartResize';
+import type { SynthSample } from './generate';
+import { Prng, hashSeed } from './prng';
+
+/** Pixel Reasoner's system text with both tools (the protocol module's, re-exported for trainers). */
+export const PR_SYSTEM_PROMPT = prSystemPrompt('vcot');
+/** The `vcot` guideline Pixel Reasoner appends to the question (it starts with two newlines). */
+export const PR_VCOT = PR_GUIDELINES.vcot;
+
+export type SftKind = 'direct' | 'zoom' | 'recover' | 'frames-zoom';
+
+export type QwenPart = { type: 'text'; text: string } | { type: 'image'; image: string } | { type: 'video'; video: string[] };
+export interface QwenMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: QwenPart[];
+}
+
+/** What a crop call does to which image, computed exactly as Pixel Reasoner's tool would. */
+export interface SftCrop {
+  /** The `bbox_2d` written in the call (normalized, every value < 1). */
+  bbox: Box;
+  /** 1-based `target_image`. */
+  targetImage: number;
+  /** Which source file is cropped (the sample's image, or a frame file for video). */
+  source: string;
+  /** The size the model sees that image at (after the initial resize) — the frame the box refers to. */
+  sourceSize: [number, number];
+  /** Box after Pixel Reasoner's 0.1 padding and clamping. */
+  padded: Box;
+  /** Integer pixel box on the resized source (Python round-half-even, as Pillow). */
+  cropBox: Box;
+  /** The crop after the zoom resize (what the observation reports). */
+  resized: [number, number];
+  /** Placeholder written in the message list for this crop's image. */
+  placeholder: string;
+}
+
+export interface SftTrajectory {
+  qid: string;
+  kind: SftKind;
+  answer: string;
+  /** Pixel Reasoner SFT record. Crop images appear as `crop:<k>` placeholders, see `crops`. */
+  message_list: QwenMessage[];
+  crops: SftCrop[];
+  /** For video: frames selected (1-based). */
+  selectedFrames?: number[];
+}
+
+export interface SftOptions {
+  /** Resize bounds: 'train' (default) or 'eval', per the reference table. */
+  mode?: 'train' | 'eval';
+  system?: string;
+  guideline?: string;
+  /** Seed for wording and box jitter (default: derived from the qid). */
+  seed?: number;
+}
+
+// ---------- geometry (Pixel Reasoner's reference rules) ----------
+
+/** Pixel Reasoner's crop on the resized source, then the zoom resize of `mode` (shared tool geometry). */
+function cropPlan(bbox: Box, size: [number, number], mode: 'train' | 'eval'): Pick<SftCrop, 'padded' | 'cropBox' | 'resized'> {
+  const g = prCropGeometry(size, fromPlainJson(bbox), { zoomPreset: presetFor('zoom', mode) });
+  const resized = g.resizedSize ?? g.cropSize;
+  return { padded: g.normalizedBox, cropBox: g.cropBox, resized: [resized[0], resized[1]] };
+}
+
+const r3 = (v: number): number => Math.min(0.999, Math.max(0, Math.round(v * 1000) / 1000));
+
+/** A normalized call box around `norm`, grown by `grow` of its size on each side, jittered a little. */
+function callBox(rng: Prng, norm: Box, grow: number): Box {
+  const w = norm[2] - norm[0];
+  const h = norm[3] - norm[1];
+  const j = (): number => rng.range(-0.15, 0.15);
+  return [
+    r3(norm[0] - w * (grow + j())),
+    r3(norm[1] - h * (grow + j())),
+    r3(norm[2] + w * (grow + j())),
+    r3(norm[3] + h * (grow + j())),
+  ];
+}
+
+function where(norm: Box): string {
+  const cx = (norm[0] + norm[2]) / 2;
+  const cy = (norm[1] + norm[3]) / 2;
+  const v = cy < 0.34 ? 'upper' : cy > 0.66 ? 'lower' : 'middle';
+  const hz = cx < 0.34 ? 'left' : cx > 0.66 ? 'right' : 'centre';
+  return v === 'middle' && hz === 'centre' ? 'near the centre' : v === 'middle' ? `on the ${hz} side` : `in the ${v} ${hz === 'centre' ? 'middle' : hz}`;
+}
+
+function toolCall(name: string, args: Record<string, unknown>): string {
+  return `<tool_call>\n${pyJsonDumps({ name, arguments: args })}\n</tool_call>`;
+}
+
+/** The sentence that states what the zoomed view shows, ending in the boxed answer. */
+function readOut(s: SynthSample): string {
+  const f = s.facts;
+  switch (s.category) {
+    case 'ring-digits':
+      return `Now the digits inside the red ring are clear: ${[...String(f.digits)].join(', ')}. The number is \\boxed{${s.answer}}.`;
+    case 'tag-letter':
+      return `Now the blue tag is clear: it shows the letter ${f.letter}. The answer is \\boxed{${s.answer}}.`;
+    case 'box-dots':
+      return `Now I can count the dots inside the green box: there ${f.count === 1 ? 'is 1 dot' : `are ${f.count} dots`}. The answer is \\boxed{${s.answer}}.`;
+    case 'left-of':
+      return `Now both yellow tags are readable: ${f.left} is on the left and ${f.right} is on the right, so option ${s.answer} (${f.left}) is correct. \\boxed{${s.answer}}`;
+  }
+}
+
+function detailName(s: SynthSample): string {
+  switch (s.category) {
+    case 'ring-digits':
+      return 'the digits inside it are too small to read';
+    case 'tag-letter':
+      return 'the letter on it is too small to read';
+    case 'box-dots':
+      return 'the dots inside it are too small to count reliably';
+    case 'left-of':
+      return 'their letters are too small to tell which tag is which';
+  }
+}
+
+/** The first user text: question (with options) plus the guideline. */
+export function userText(s: SynthSample, guideline = PR_VCOT): string {
+  const opts = s.options ? '\n' + s.options.map((o, i) => `(${String.fromCharCode(65 + i)}) ${o}`).join('\n') + '\nAnswer with the option letter.' : '';
+  return `${s.question}${opts}\n\n${guideline}`;
+}
+
+/**
+ * Trajectories for one sample. Image samples give `direct` (easy ones) or `zoom` plus `recover`;
+ * video samples give `frames-zoom`. All wording and box jitter come from the seed.
+ */
+export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTrajectory[] {
+  const mode = opts.mode ?? 'train';
+  const rng = new Prng(opts.seed ?? hashSeed('sft', s.qid));
+  const system = opts.system ?? PR_SYSTEM_PROMPT;
+  const guide = opts.guideline ?? PR_VCOT;
+  const sys: QwenMessage = { role: 'system', content: [{ type: 'text', text: system }] };
+  const asst = (text: string): QwenMessage => ({ role: 'assistant', content: [{ type: 'text', text }] });
+  const out: SftTrajectory[] = [];
+
+  if (s.isVideo) {
+    const frames = s.frames ?? [];
+    const tf = s.target.frames ?? [];
+    const first = tf[0];
+    if (first === undefined || frames.length === 0) throw new Error(`synthTrajectories: video sample ${s.qid} has no target frames`);
+    // Frames as the model sees them: the video-frame resize, then (train) the select_frames resize.
+    const videoSize = resizeWithPreset([s.width, s.height], 'video_frame');
+    const selectPreset = presetFor('select', mode);
+    const [fw, fh] = selectPreset ? resizeWithPreset(videoSize, selectPreset) : videoSize;
+    // Select the target frames plus a neighbour or two, sorted, at most 8.
+    const picks = new Set<number>(tf);
+    while (picks.size < Math.min(tf.length + 2, 8)) picks.add(Math.min(16, Math.max(1, (tf[0] as number) + rng.int(-3, 3))));
+    const selected = [...picks].sort((a, b) => a - b);
+    const idx = selected.indexOf(first); // position among the selected frames
+    const targetImage = 2 + idx; // images = [video, selected frames…]
+    const bbox = callBox(rng, s.target.norm, rng.range(0.3, 0.8));
+    const plan = cropPlan(bbox, [fw, fh], mode);
+    const crop: SftCrop = { bbox, targetImage, source: frames[first - 1] as string, sourceSize: [fw, fh], ...plan, placeholder: 'crop:0' };
+    const msgs: QwenMessage[] = [
+      sys,
+      { role: 'user', content: [{ type: 'video', video: frames }, { type: 'text', text: userText(s, guide) }] },
+      asst(
+        `The question is about ${s.target.label}, which only appears briefly. Let me select frames to find it.\n` +
+          toolCall('select_frames', { target_frames: selected }),
+      ),
+      {
+        role: 'user',
+        content: [
+          // The reference numbers from len(images) before the frames are added (1 here), although the first
+          // selected frame is `target_image` 2: we write exactly what the environment says.
+          { type: 'text', text: prFramesObservation(fw, fh, 1, selected.length) },
+          ...selected.map((f): QwenPart => ({ type: 'image', image: frames[f - 1] as string })),
+        ],
+      },
+      asst(
+        `${s.target.label[0]?.toUpperCase()}${s.target.label.slice(1)} is visible in image ${targetImage} (frame ${first}), ${where(s.target.norm)}, but ${detailName(s)}. Let me zoom in.\n` +
+          toolCall('crop_image_normalized', { bbox_2d: bbox, target_image: targetImage }),
+      ),
+      { role: 'user', content: [{ type: 'text', text: prCropObservation(plan.resized[0], plan.resized[1]) }, { type: 'image', image: 'crop:0' }] },
+      asst(readOut(s)),
+    ];
+    out.push({ qid: s.qid, kind: 'frames-zoom', answer: s.answer, message_list: msgs, crops: [crop], selectedFrames: selected });
+    return out;
+  }
+
+  const image = s.image;
+  if (image === undefined) throw new Error(`synthTrajectories: image sample ${s.qid} has no image`);
+  const [iw, ih] = resizeWithPreset([s.width, s.height], presetFor('initial', mode) ?? 'eval_initial');
+  const first: QwenMessage = { role: 'user', content: [{ type: 'image', image }, { type: 'text', text: userText(s, guide) }] };
+  const Label = `${s.target.label[0]?.toUpperCase()}${s.target.label.slice(1)}`;
+
+  if (!s.needsZoom) {
+    out.push({
+      qid: s.qid,
+      kind: 'direct',
+      answer: s.answer,
+      message_list: [sys, first, asst(`${Label} is large enough to read in the full image. ${readOut(s).replace(/^Now /, '')}`)],
+      crops: [],
+    });
+    return out;
+  }
+
+  const cropMsg = (crop: SftCrop): QwenMessage => ({
+    role: 'user',
+    content: [{ type: 'text', text: prCropObservation(crop.resized[0], crop.resized[1]) }, { type: 'image', image: crop.placeholder }],
+  });
+  const mkCrop = (bbox: Box, k: number): SftCrop => ({
+    bbox,
+    targetImage: 1,
+    source: image,
+    sourceSize: [iw, ih],
+    ...cropPlan(bbox, [iw, ih], mode),
+    placeholder: `crop:${k}`,
+  });
+
+  // One good crop.
+  const good = mkCrop(callBox(rng, s.target.norm, rng.range(0.3, 0.8)), 0);
+  out.push({
+    qid: s.qid,
+    kind: 'zoom',
+    answer: s.answer,
+    message_list: [
+      sys,
+      first,
+      asst(
+        `I can see ${s.target.label} ${where(s.target.norm)}, but ${detailName(s)} at this size. Let me zoom in.\n` +
+          toolCall('crop_image_normalized', { bbox_2d: good.bbox, target_image: 1 }),
+      ),
+      cropMsg(good),
+      asst(readOut(s)),
+    ],
+    crops: [good],
+  });
+
+  // A poor first crop (on a look-alike, or off to the side) that misses the target, then a recovery.
+  const misses = (b: Box): boolean => !boxesOverlap(mkCrop(b, 0).cropBox, scaleBox(s.target.px, iw / s.width, ih / s.height));
+  const candidates = rng
+    .shuffle(s.decoys)
+    .map((d) => ({ d, box: callBox(rng, d.norm, rng.range(0.3, 0.6)) }))
+    .filter((c) => misses(c.box));
+  let poorBox: Box;
+  let poorSays: string;
+  const pick = candidates[0];
+  if (pick) {
+    poorBox = pick.box;
+    poorSays = `This crop shows ${pick.d.label}, not ${s.target.label}.`;
+  } else {
+    // No look-alike far enough away: crop the opposite side of the image.
+    const t = s.target.norm;
+    const cx = (t[0] + t[2]) / 2 > 0.5 ? 0.05 : 0.7;
+    const cy = (t[1] + t[3]) / 2 > 0.5 ? 0.05 : 0.7;
+    poorBox = [r3(cx), r3(cy), r3(cx + 0.2), r3(cy + 0.2)];
+    poorSays = `This crop does not contain ${s.target.label}.`;
+  }
+  const poor = mkCrop(poorBox, 0);
+  const fixed = mkCrop(callBox(rng, s.target.norm, rng.range(0.3, 0.8)), 1);
+  out.push({
+    qid: s.qid,
+    kind: 'recover',
+    answer: s.answer,
+    message_list: [
+      sys,
+      first,
+      asst(`The details I need are too small to read in the full image. Let me zoom in on the region that looks right.\n` + toolCall('crop_image_normalized', { bbox_2d: poor.bbox, target_image: 1 })),
+      cropMsg(poor),
+      asst(
+        `${poorSays} Looking at the original image again, ${s.target.label} is ${where(s.target.norm)}. Let me crop there instead.\n` +
+          toolCall('crop_image_normalized', { bbox_2d: fixed.bbox, target_image: 1 }),
+      ),
+      cropMsg(fixed),
+      asst(readOut(s)),
+    ],
+    crops: [poor, fixed],
+  });
+  return out;
+}
+
+function boxesOverlap(a: Box, b: Box): boolean {
+  return a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
+}
+
+function scaleBox(b: Box, sx: number, sy: number): Box {
+  return [b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy];
+}
+
+/** Whether a crop (in the resized source's pixels) fully contains the sample's target box. */
+export function cropContainsTarget(s: SynthSample, crop: SftCrop): boolean {
+  const sx = crop.sourceSize[0] / s.width;
+  const sy = crop.sourceSize[1] / s.height;
+  const t = s.target.px;
+  return crop.cropBox[0] <= t[0] * sx && crop.cropBox[1] <= t[1] * sy && crop.cropBox[2] >= t[2] * sx && crop.cropBox[3] >= t[3] * sy;
+}
+
+/** Render a trajectory in Qwen2.5-VL chat text (vision placeholders in place of pixels). */
+export function trajectoryText(t: SftTrajectory): string {
+  const part = (p: QwenPart): string =>
+    p.type === 'text' ? p.text : p.type === 'image' ? '<|vision_start|><|image_pad|><|vision_end|>' : '<|vision_start|><|video_pad|><|vision_end|>';
+  return t.message_list.map((m) => `<|im_start|>${m.role}\n${m.content.map(part).join('')}<|im_end|>\n`).join('');
+}
+
+/**
+ * Cut a trajectory's crops out of the benchmark folder's images, exactly as its geometry says (resize the
+ * source to `sourceSize`, crop `cropBox`, resize to `resized`), and write them as JPEGs into `outDir`.
+ * Returns placeholder → written file path.
+ */
+export async function writeTrajectoryCrops(benchDir: string, t: SftTrajectory, outDir: string): Promise<Record<string, string>> {
+  const sharp = (await import('sharp')).default;
+  const { mkdir } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  await mkdir(outDir, { recursive: true });
+  const written: Record<string, string> = {};
+  for (const [k, c] of t.crops.entries()) {
+    const resized = await sharp(join(benchDir, c.source)).resize(c.sourceSize[0], c.sourceSize[1], { fit: 'fill', kernel: 'cubic' }).png().toBuffer();
+    const file = join(outDir, `${t.qid}.${t.kind}.crop${k}.jpg`);
+    await sharp(resized)
+      .extract({ left: c.cropBox[0], top: c.cropBox[1], width: c.cropBox[2] - c.cropBox[0], height: c.cropBox[3] - c.cropBox[1] })
+      .resize(c.resized[0], c.resized[1], { fit: 'fill', kernel: 'cubic' })
+      .jpeg({ quality: 92 })
+      .toFile(file);
+    written[c.placeholder] = file;
+  }
+  return written;
+}

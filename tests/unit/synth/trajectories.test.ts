@@ -1,0 +1,164 @@
+/**
+ * SFT trajectories for loupe-synth: every tool turn is a valid Pixel Reasoner call whose geometry and
+ * observation text match the protocol module's own planner; good crops contain the target, the poor first
+ * crop of a recovery does not; the final answer is boxed; written crops show the target.
+ */
+import sharp from 'sharp';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  PR_SYSTEM_PROMPT,
+  cropContainsTarget,
+  generateSynth,
+  imageSampleRecord,
+  imageScene,
+  synthTrajectories,
+  videoSampleRecord,
+  videoScene,
+  trajectoryText,
+  writeTrajectoryCrops,
+  type GenerateResult,
+  type SftTrajectory,
+  type SynthSample,
+} from '../../../app/bench/loupe-synth';
+import { fromPlainJson } from '../../../app/pycompat/json';
+import { getDialect } from '../../../app/protocol';
+import { lastBoxed, prIsToolTurn, prPlanTurn } from '../../../app/protocol/pixelReasoner';
+import { resizeWithPreset } from '../../../app/tools/smartResize';
+import type { PrImageList } from '../../../app/tools/selection';
+import { countInOut, isRed, type RawImage } from './decode';
+
+let dir = '';
+let res: GenerateResult;
+// Records are pure (no pixels): 8 image samples with some easy ones, and one video sample.
+const OPTS = { seed: 17, n: 8, video: 1, easyFraction: 0.25 };
+const records: SynthSample[] = [
+  ...Array.from({ length: OPTS.n }, (_, i) => imageSampleRecord(OPTS, i, imageScene(OPTS, i))),
+  videoSampleRecord(OPTS, 0, videoScene(OPTS, 0)),
+];
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'loupe-synth-sft-'));
+  // Pixels only for the crop-writing test: two ring samples.
+  res = await generateSynth({ seed: 17, n: 2, kinds: ['ring-digits'], easyFraction: 0 }, dir);
+}, 240_000);
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const dialect = getDialect('pixel-reasoner');
+
+function textOf(m: SftTrajectory['message_list'][number]): string {
+  return m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+}
+
+/** Replay a trajectory through the protocol module: parse each call, plan it, compare with what was written. */
+function replay(s: SynthSample, t: SftTrajectory): void {
+  const msgs = t.message_list;
+  expect(msgs[0]?.role).toBe('system');
+  expect(textOf(msgs[0] as never)).toBe(PR_SYSTEM_PROMPT);
+  expect(msgs[1]?.role).toBe('user');
+  const imgs: PrImageList = s.isVideo
+    ? { isVideo: true, originals: [], video: { frameSize: resizeWithPreset([s.width, s.height], 'video_frame'), numFrames: 16 }, prior: [] }
+    : { isVideo: false, originals: [resizeWithPreset([s.width, s.height], 'train_initial')], prior: [] };
+  let cropIdx = 0;
+  for (let i = 2; i < msgs.length; i += 2) {
+    const a = msgs[i];
+    expect(a?.role).toBe('assistant');
+    const text = textOf(a as never);
+    const last = i === msgs.length - 1;
+    expect(prIsToolTurn(text)).toBe(!last);
+    if (last) {
+      expect(lastBoxed(text)).toBe(s.answer);
+      break;
+    }
+    const parsed = dialect.parseCall('', text);
+    if (!parsed.ok) throw new Error(`call did not parse: ${parsed.error.message}`);
+    const { plan } = prPlanTurn(parsed.call.name, fromPlainJson(parsed.call.arguments), imgs, 'train');
+    const obs = msgs[i + 1];
+    expect(obs?.role).toBe('user');
+    expect(textOf(obs as never)).toBe(plan.kind === 'error' ? 'no error expected' : plan.observation);
+    if (plan.kind === 'crop') {
+      const c = t.crops[cropIdx++];
+      expect(plan.bboxMode).toBe('normalized');
+      expect(plan.cropBox).toEqual(c?.cropBox);
+      expect(plan.resizedSize).toEqual(c?.resized);
+      imgs.prior.push(plan.resizedSize);
+    } else if (plan.kind === 'frames') {
+      expect(plan.frameIndices.map((f) => f + 1)).toEqual(t.selectedFrames);
+      for (const _ of plan.frameIndices) imgs.prior.push(plan.frameSize);
+    }
+  }
+  expect(cropIdx).toBe(t.crops.length);
+}
+
+describe('loupe-synth SFT trajectories', () => {
+  it('gives direct answers for easy samples and zoom + recovery for the rest', () => {
+    const kinds = records.filter((s) => !s.isVideo).map((s) => synthTrajectories(s).map((t) => t.kind).join('+'));
+    for (const [i, s] of records.filter((x) => !x.isVideo).entries()) {
+      expect(kinds[i]).toBe(s.needsZoom ? 'zoom+recover' : 'direct');
+    }
+    expect(kinds).toContain('direct');
+    expect(kinds).toContain('zoom+recover');
+    const v = records.find((s) => s.isVideo) as SynthSample;
+    expect(synthTrajectories(v).map((t) => t.kind)).toEqual(['frames-zoom']);
+  });
+
+  it('every turn replays through the Pixel Reasoner protocol with the same geometry and observations', () => {
+    let n = 0;
+    for (const s of records) for (const t of synthTrajectories(s)) {
+      replay(s, t);
+      n++;
+    }
+    expect(n).toBeGreaterThan(10);
+  });
+
+  it('good crops contain the target; the poor first crop of a recovery misses it', () => {
+    for (const s of records) {
+      for (const t of synthTrajectories(s)) {
+        if (t.kind === 'zoom' || t.kind === 'frames-zoom') expect(cropContainsTarget(s, t.crops[0]!)).toBe(true);
+        if (t.kind === 'recover') {
+          expect(cropContainsTarget(s, t.crops[0]!)).toBe(false);
+          expect(cropContainsTarget(s, t.crops[1]!)).toBe(true);
+        }
+        for (const c of t.crops) for (const v of c.bbox) expect(v >= 0 && v < 1).toBe(true);
+      }
+    }
+  });
+
+  it('video trajectories select the target frames (at most 8) and crop a frame that shows the target', () => {
+    const v = records.find((s) => s.isVideo) as SynthSample;
+    const [t] = synthTrajectories(v);
+    const sel = t?.selectedFrames ?? [];
+    expect(sel.length).toBeLessThanOrEqual(8);
+    for (const f of v.target.frames ?? []) expect(sel).toContain(f);
+    expect(t?.crops[0]?.targetImage).toBe(2 + sel.indexOf(v.target.frames?.[0] as number));
+  });
+
+  it('is deterministic and renders as Qwen chat text', () => {
+    const s = records[0] as SynthSample;
+    expect(synthTrajectories(s)).toEqual(synthTrajectories(s));
+    const text = trajectoryText(synthTrajectories(s)[0] as SftTrajectory);
+    expect(text.startsWith('<|im_start|>system\nYou are a helpful assistant.')).toBe(true);
+    expect(text).toContain('<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>');
+    expect(text).toContain('\n\n\n\nGuidelines:');
+  });
+
+  it('written crops have the planned size and show the red ring (ring samples)', { timeout: 120_000 }, async () => {
+    const ring = res.samples;
+    expect(ring.length).toBeGreaterThan(0);
+    for (const s of ring) {
+      const [zoom, recover] = synthTrajectories(s);
+      const files = await writeTrajectoryCrops(dir, zoom as SftTrajectory, join(dir, 'crops'));
+      const { data, info } = await sharp(files['crop:0'] as string).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+      expect([info.width, info.height]).toEqual(zoom?.crops[0]?.resized);
+      const img: RawImage = { data, width: info.width, height: info.height };
+      expect(countInOut(img, [0, 0, info.width, info.height], isRed).inside).toBeGreaterThan(20);
+      // The poor crop of the recovery does not show the ring.
+      const rf = await writeTrajectoryCrops(dir, recover as SftTrajectory, join(dir, 'crops'));
+      const poor = await sharp(rf['crop:0'] as string).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+      expect(countInOut({ data: poor.data, width: poor.info.width, height: poor.info.height }, [0, 0, poor.info.width, poor.info.height], isRed).inside).toBe(0);
+    }
+  });
+});
