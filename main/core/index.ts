@@ -12,6 +12,7 @@ import { SettingsSchema, events, type EngineState, type EventName, type EventPay
 import { defaultWorkspaceDir, readSettings as readSettingsFile, writeSettings as writeSettingsFile } from '../../app/workspace';
 import { demoHandlers } from './handlers/demo';
 import { browseHandlers } from './handlers/browse';
+import { sweepsHandlers } from './handlers/sweeps';
 import { trainingHandlers } from './handlers/training';
 import type { CoreContext } from './context';
 
@@ -86,6 +87,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     'engine:state': () => engineState,
     ...demoHandlers(ctx),
     ...browseHandlers(ctx),
+    ...sweepsHandlers(ctx),
     ...trainingHandlers(ctx),
   };
 

@@ -7,6 +7,7 @@ import { RunList } from '../components/browse/RunList';
 import { StatsPanel } from '../components/browse/StatsPanel';
 import { QueryBar } from '../components/browse/QueryBar';
 import { SampleTable } from '../components/browse/SampleTable';
+import { NewEvalPanel } from '../components/browse/NewEvalPanel';
 import { SamplePage } from './SamplePage';
 import { ComparePage } from './ComparePage';
 
@@ -29,6 +30,7 @@ function RunsOverview() {
     <section className="page runs-page">
       <PageHeader title="Runs" subtitle="Evaluations, demos and imports in this workspace" actions={<button type="button" className="btn" onClick={() => void load()}>Reload</button>} />
       {error ? <div className="banner banner-error">{error}</div> : null}
+      <NewEvalPanel />
       {!loading && runs.length === 0 ? (
         <EmptyState title="No runs yet">Start one with <code>npx loupe eval</code>, import one with <code>npx loupe import</code>, or run a question in the Demo.</EmptyState>
       ) : (

@@ -1,0 +1,75 @@
+import { useEffect, useState } from 'react';
+import { useShallow } from 'zustand/react/shallow';
+import { useSweepsStore } from '../../stores/useSweepsStore';
+import { useRunsStore } from '../../stores/useRunsStore';
+
+const BENCHES = ['loupe-synth', 'vstar', 'tallyqa', 'infovqa', 'mvbench', 'vsibench', 'hrbench', 'pixel-reasoner'];
+
+function eta(ms: number | null): string {
+  if (ms === null) return '';
+  const s = Math.round(ms / 1000);
+  return s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s left` : `${s} s left`;
+}
+
+/** Start an evaluation sweep (same runner and files as `loupe eval`) and watch it stream in. */
+export function NewEvalPanel() {
+  const progress = useSweepsStore(useShallow((s) => Object.values(s.progress)));
+  const error = useSweepsStore((s) => s.error);
+  const starting = useSweepsStore((s) => s.starting);
+  const start = useSweepsStore((s) => s.start);
+  const cancel = useSweepsStore((s) => s.cancel);
+  const subscribe = useSweepsStore((s) => s.subscribe);
+  const load = useRunsStore((s) => s.load);
+  const [open, setOpen] = useState(false);
+  const [model, setModel] = useState('');
+  const [bench, setBench] = useState('loupe-synth');
+  const [data, setData] = useState('');
+  const [vcot, setVcot] = useState(true);
+  const [notool, setNotool] = useState(false);
+  const [limit, setLimit] = useState('');
+  const [maxTokens, setMaxTokens] = useState('');
+  useEffect(() => subscribe(() => void load()), [subscribe, load]);
+  const prompts = [...(vcot ? (['vcot'] as const) : []), ...(notool ? (['notool'] as const) : [])];
+  return (
+    <div className="card" data-testid="new-eval">
+      <div className="run-list-head">
+        <h3>Evaluations</h3>
+        <button type="button" className="btn" onClick={() => setOpen(!open)} data-testid="new-eval-toggle">{open ? 'Close' : 'New evaluation…'}</button>
+      </div>
+      {open ? (
+        <form
+          className="eval-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void start({ model, bench, data, prompts, ...(limit ? { limit: Number(limit) } : {}), ...(maxTokens ? { maxTokens: Number(maxTokens) } : {}) });
+          }}
+        >
+          <label>Model<input className="input" value={model} onChange={(e) => setModel(e.target.value)} placeholder="model folder, http://host:port/v1 or replay:<file>" data-testid="eval-model" required /></label>
+          <label>Benchmark<select className="input" value={bench} onChange={(e) => setBench(e.target.value)} data-testid="eval-bench">{BENCHES.map((b) => <option key={b}>{b}</option>)}</select></label>
+          <label>Data folder<input className="input" value={data} onChange={(e) => setData(e.target.value)} placeholder="folder with the published files" data-testid="eval-data" required /></label>
+          <label>Limit<input className="input" value={limit} onChange={(e) => setLimit(e.target.value.replace(/\D/g, ''))} placeholder="all" data-testid="eval-limit" /></label>
+          <label>Max tokens/turn<input className="input" value={maxTokens} onChange={(e) => setMaxTokens(e.target.value.replace(/\D/g, ''))} placeholder="dialect's" data-testid="eval-max-tokens" /></label>
+          <fieldset className="prompts"><legend>Prompts</legend>
+            <label><input type="checkbox" checked={vcot} onChange={(e) => setVcot(e.target.checked)} data-testid="eval-vcot" /> vcot (tools)</label>
+            <label><input type="checkbox" checked={notool} onChange={(e) => setNotool(e.target.checked)} data-testid="eval-notool" /> notool</label>
+          </fieldset>
+          <button type="submit" className="btn btn-primary" disabled={starting || prompts.length === 0} data-testid="eval-start">Start</button>
+        </form>
+      ) : null}
+      {error ? <div className="error-text" role="alert" data-testid="eval-error">{error}</div> : null}
+      {progress.length ? (
+        <ul className="sweeps">
+          {progress.map((p) => (
+            <li key={p.runId} data-testid="sweep-progress" data-state={p.state}>
+              <span className="ellipsis" title={p.runId}>{p.name}</span>
+              <progress max={Math.max(1, p.total)} value={p.done} />
+              <span className="small">{p.done}/{p.total || '…'} · {p.state}{p.state === 'running' ? ` · ${eta(p.etaMs)}` : ''}{p.done ? ` · ${((100 * p.correct) / Math.max(1, p.done)).toFixed(0)} % correct so far` : ''}</span>
+              {p.error ? <span className="error-text">{p.error}</span> : null}
+              {p.state === 'running' || p.state === 'starting' ? <button type="button" className="btn" onClick={() => void cancel(p.runId)}>Cancel</button> : null}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </div>
+  );
+}
