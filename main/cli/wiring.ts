@@ -20,6 +20,8 @@ export interface EngineWiringOptions {
   timeoutMs?: number;
   /** Replay engines: wait this long per turn (to model a slow engine in tests and benchmarks). */
   replayDelayMs?: number;
+  /** Where a local engine runs: a worker thread (default, CLI) or a child process (the app's core). */
+  isolation?: 'thread' | 'process';
 }
 
 /** Ask an OpenAI-compatible server for its models; a clear error when it is not there. */
@@ -50,11 +52,14 @@ export function cliEngineFactory(o: EngineWiringOptions = {}): EngineFactory {
   return async (m: ModelSpec): Promise<EngineLease> => {
     if (m.kind === 'local') {
       const modelHash = await hashModelFolder(m.path);
-      const [{ LocalEngine }, { workerThreadTransportFactory }] = await Promise.all([
-        import('../../app/engines/local/localEngine'),
-        import('../../native/engine/workerThreadTransport'),
-      ]);
-      const engine = await LocalEngine.start({ modelDir: m.path, transport: workerThreadTransportFactory, device: o.device ?? 'cpu', ...(o.dtype ? { dtype: o.dtype } : {}) });
+      const { LocalEngine } = await import('../../app/engines/local/localEngine');
+      // A CLI process does one job, so a worker thread is enough; the app's core asks for a child
+      // process, because onnxruntime dying inside a thread can take its host process with it.
+      const transport =
+        o.isolation === 'process'
+          ? (await import('../../native/engine/childProcessTransport')).childProcessTransportFactory
+          : (await import('../../native/engine/workerThreadTransport')).workerThreadTransportFactory;
+      const engine = await LocalEngine.start({ modelDir: m.path, transport, device: o.device ?? 'cpu', ...(o.dtype ? { dtype: o.dtype } : {}) });
       const info = engine.info();
       if (info.fallbackReason) process.stderr.write(`warning: ${info.fallbackReason}; running on ${info.device}\n`);
       return { info, engineFor: () => engine, concurrency: o.concurrency ?? 1, modelHash, dispose: () => engine.dispose() };

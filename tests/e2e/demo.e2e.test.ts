@@ -316,7 +316,10 @@ describe('Demo page in browser mode', () => {
     await page.getByTestId('error-badge').waitFor();
     const shown = await page.getByTestId('error-text').textContent();
     // The card shows the observation exactly as the model received it.
-    const runId = fs.readdirSync(path.join(app.workspace, 'runs')).sort().filter((d) => d.includes('demo')).at(-1)!;
+    // The newest demo run by its samples file (run ids only have second resolution).
+    const runsDir = path.join(app.workspace, 'runs');
+    const mtime = (d: string) => fs.statSync(path.join(runsDir, d, 'samples.jsonl')).mtimeMs;
+    const runId = fs.readdirSync(runsDir).filter((d) => d.includes('demo')).sort((a, b) => mtime(a) - mtime(b)).at(-1)!;
     const rec = JSON.parse(fs.readFileSync(path.join(app.workspace, 'runs', runId, 'samples.jsonl'), 'utf8').trim().split('\n').at(-1)!) as { trajectory: { turns: Array<{ observation: string }> } };
     expect(rec.trajectory.turns[0]!.observation).toContain('Execution error');
     expect(shown).toBe(rec.trajectory.turns[0]!.observation);

@@ -22,7 +22,7 @@ import type { Engine, EngineDevice, EngineDtype } from '../../../app/engines/typ
 import { buildStoryboard, renderTrajectoryHtml, trajectoryMediaIds } from '../../../app/export';
 import { APP_VERSION } from '../../../app/version';
 import { createImageOps } from '../../../native/image';
-import { workerThreadTransportFactory } from '../../../native/engine/workerThreadTransport';
+import { childProcessTransportFactory } from '../../../native/engine/childProcessTransport';
 import { repoRoot } from '../repoRoot';
 import type { CoreContext } from '../context';
 import { SharpAnimationRenderer } from './demoAnimation';
@@ -150,7 +150,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     const started = Date.now();
     const p = (async () => {
       try {
-        const engine = await LocalEngine.start({ transport: workerThreadTransportFactory, modelDir: entry.path, device, ...(dtype ? { dtype } : {}), idleMs: 0 });
+        const engine = await LocalEngine.start({ transport: childProcessTransportFactory, modelDir: entry.path, device, ...(dtype ? { dtype } : {}), idleMs: 0 });
         const info = engine.info();
         const dt = typeof info.dtype === 'string' ? info.dtype : info.dtype ? JSON.stringify(info.dtype) : (dtype ?? null);
         const result: LoadedModel = { id, requestedDevice: device, device: info.device ?? null, dtype: dt, ...(info.fallbackReason ? { fallbackReason: info.fallbackReason } : {}), loadMs: Date.now() - started };

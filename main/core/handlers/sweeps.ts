@@ -45,7 +45,7 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
       void runSweep(runs, {
         store: ws.runs,
         imageOps,
-        engines: cliEngineFactory(req.concurrency ? { concurrency: req.concurrency } : {}),
+        engines: cliEngineFactory({ isolation: 'process', ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
         signal: ctrl.signal,
         onEvent: (e) => {
           if (e.type === 'run-start') update(e.runId, { state: 'running', done: e.done, total: e.total });
