@@ -27,7 +27,7 @@ function newest(dir) {
 // Build what is missing or stale, so a fresh clone starts with one command.
 const rendererIndex = path.join(root, 'dist/renderer/index.html');
 if (!fs.existsSync(rendererIndex) || newest(path.join(root, 'renderer')) > fs.statSync(rendererIndex).mtimeMs) {
-  run(process.execPath, [path.join(root, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn']);
+  run(process.execPath, [path.join(root, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'error']);
 }
 
 let electronBinary = null;
