@@ -49,6 +49,17 @@ describe('Runs: results, sample table, sample view, compare', () => {
       expect(calls).toBeGreaterThan(1);
     }
 
+    // Save the filter as a slice; it survives a reload and applies with one click.
+    await page.getByTestId('save-slice').click();
+    await page.getByTestId('slice-name').fill('wrong after several zooms');
+    await page.getByTestId('slice-name').press('Enter');
+    await page.getByTestId('slice-chip').filter({ hasText: 'wrong after several zooms' }).waitFor();
+    await page.reload();
+    await page.getByTestId('sample-row').first().waitFor();
+    expect(await rowCount(page)).toBe(400);
+    await page.getByTestId('slice-chip').filter({ hasText: 'wrong after several zooms' }).click();
+    await page.waitForFunction((n) => (document.querySelector('[data-testid=row-count]')?.textContent ?? '').startsWith(`${n} `), filtered);
+
     await page.getByTestId('query-input').fill('correct = maybe and');
     await page.getByTestId('query-input').press('Enter');
     await page.getByTestId('query-problem').waitFor();
@@ -68,10 +79,11 @@ describe('Runs: results, sample table, sample view, compare', () => {
 
     await page.getByTestId('sample-row').first().click();
     await page.getByTestId('sample-page').waitFor();
-    await page.getByTestId('turn-list').waitFor();
+    await page.getByTestId('sample-trajectory').waitFor();
     await expect(page.getByTestId('ground-truth').textContent()).resolves.not.toBe('');
     await page.getByTestId('raw-toggle').check();
     await page.getByTestId('raw-prompt').waitFor();
+    await page.getByTestId('turn-list').waitFor();
     await screenshot(page, 'sample-view');
     expect(errors).toEqual([]);
   });
@@ -95,6 +107,10 @@ describe('Runs: results, sample table, sample view, compare', () => {
     await page.getByTestId('compare-runs').click();
     await page.getByTestId('compare-summary').waitFor();
     await expect(page.getByTestId('mcnemar-p').textContent()).resolves.toMatch(/p = (0|1)(\.\d+)?/);
+    await page.getByTestId('compare-key').first().click();
+    await page.getByTestId('compare-side-by-side').waitFor();
+    await page.getByTestId('compare-traj-0').waitFor();
+    await page.getByTestId('compare-traj-1').waitFor();
     await screenshot(page, 'compare');
     expect(errors).toEqual([]);
   });

@@ -6,9 +6,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
-export const ROOT = path.resolve(__dirname, '..', '..');
+// Works under vitest (CJS-like) and plain ESM (the benchmark runner).
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const RESULTS = path.join(ROOT, 'test-results');
 export const CHROMIUM = process.env.LOUPE_CHROMIUM ?? '/usr/bin/chromium';
 

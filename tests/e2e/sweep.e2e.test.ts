@@ -53,7 +53,7 @@ describe('an evaluation sweep started from the UI (tiny random model, real ONNX 
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=runs-table] tbody tr').length === 2);
     await page.getByTestId('sample-row').first().waitFor();
     await page.getByTestId('sample-row').first().click();
-    await page.getByTestId('turn-list').waitFor();
+    await page.getByTestId('sample-trajectory').waitFor();
 
     // Compare the vcot run with the notool run.
     await page.goto(`${app.openUrl}#/runs`);

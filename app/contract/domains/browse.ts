@@ -110,7 +110,13 @@ export const AgreementSchema = z.object({
 });
 export type Agreement = z.infer<typeof AgreementSchema>;
 
+export const SliceViewSchema = z.object({ name: z.string(), query: z.string(), updatedAt: z.string() });
+export type SliceView = z.infer<typeof SliceViewSchema>;
+
 export const browseCalls = {
+  'slices:list': { req: Empty, res: z.array(SliceViewSchema) },
+  'slices:save': { req: z.object({ name: z.string().trim().min(1).max(120), query: z.string().max(2000) }).strict(), res: z.array(SliceViewSchema) },
+  'slices:delete': { req: z.object({ name: z.string().min(1) }).strict(), res: z.array(SliceViewSchema) },
   'runs:list': { req: Empty, res: z.array(RunSummarySchema) },
   'samples:query': {
     req: z

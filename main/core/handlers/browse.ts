@@ -3,7 +3,7 @@ import type { DomainHandlers } from '../../../app/contract/dispatch';
 import type { browseCalls, GroupStat } from '../../../app/contract';
 import { RunStore } from '../../../app/workspace';
 import { RunIndexService } from '../../../app/sweeps/runIndex';
-import { QueryError } from '../../../app/sweeps/query';
+import { QueryError, SliceStore } from '../../../app/sweeps/query';
 import { accuracy, accuracyByToolUse, accuracyTable, pairedCompare, toolUse, type AccuracyStat, type StatRow } from '../../../app/sweeps/stats';
 import type { CoreContext } from '../context';
 import {
@@ -77,6 +77,9 @@ export function browseHandlers(ctx: CoreContext): DomainHandlers<typeof browseCa
     return out;
   };
 
+  const slices = new SliceStore(ctx.workspace);
+  const sliceViews = async () => (await slices.list()).map((x) => ({ name: x.name, query: x.query, updatedAt: x.updatedAt }));
+
   const rowsFor = async (runIds: readonly string[], query: string): Promise<StatRow[]> => {
     if (!query.trim()) return (await Promise.all(runIds.map((id) => service.statRows(id)))).flat();
     const { index, where } = await withLabels(runIds);
@@ -135,6 +138,15 @@ export function browseHandlers(ctx: CoreContext): DomainHandlers<typeof browseCa
         withTool: { n: split.withTool.n, accuracy: fin(split.withTool.accuracy), ci: { lo: fin(split.withTool.ci.lo), hi: fin(split.withTool.ci.hi) } },
         withoutTool: { n: split.withoutTool.n, accuracy: fin(split.withoutTool.accuracy), ci: { lo: fin(split.withoutTool.ci.lo), hi: fin(split.withoutTool.ci.hi) } },
       };
+    },
+    'slices:list': () => sliceViews(),
+    'slices:save': async ({ name, query }) => {
+      await slices.save({ name, query });
+      return sliceViews();
+    },
+    'slices:delete': async ({ name }) => {
+      await slices.remove(name);
+      return sliceViews();
     },
     'labels:config': async () => {
       const taxonomy = await loadTaxonomy(ctx.workspace);

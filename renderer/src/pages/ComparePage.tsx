@@ -3,16 +3,26 @@ import type { Paired } from '../../../app/contract';
 import { getClient } from '../client';
 import { useAppStore } from '../stores/useAppStore';
 import { pct } from '../components/browse/format';
+import type { SampleRecord } from '../../../app/contract';
+import { TrajectoryView } from '../components/trajectory';
 
 /** Paired comparison of two runs on the samples they share: wins, losses, ties and McNemar's p. */
 export function ComparePage({ a, b }: { a: string; b: string }) {
   const navigate = useAppStore((s) => s.navigate);
   const [res, setRes] = useState<Paired | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [picked, setPicked] = useState<string | null>(null);
+  const [pair, setPair] = useState<[SampleRecord | null, SampleRecord | null]>([null, null]);
+  useEffect(() => {
+    if (!picked) return;
+    const qid = picked.slice(picked.indexOf('/') + 1);
+    const get = (run: string) => getClient().call('samples:get', { runId: run, qid }).catch(() => null);
+    void Promise.all([get(a), get(b)]).then((p) => setPair(p));
+  }, [picked, a, b]);
   useEffect(() => {
     getClient().call('runs:compare', { a, b }).then(setRes, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
   }, [a, b]);
-  const open = (runId: string, key: string) => navigate('runs', runId, key.slice(key.indexOf('/') + 1));
+  const client = getClient();
   return (
     <section className="page" data-testid="compare-page">
       <header className="page-header">
@@ -36,13 +46,35 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
           <div className="compare-cols">
             <div className="card">
               <h3>A better ({res.aBetter})</h3>
-              <ul className="keylist">{res.aBetterKeys.map((k) => <li key={k}><button type="button" className="linkish" onClick={() => open(a, k)}>{k}</button> <button type="button" className="linkish muted" onClick={() => open(b, k)}>(B)</button></li>)}</ul>
+              <ul className="keylist">{res.aBetterKeys.map((k) => <li key={k}><button type="button" className={picked === k ? 'linkish strong' : 'linkish'} onClick={() => setPicked(k)} data-testid="compare-key">{k}</button></li>)}</ul>
             </div>
             <div className="card">
               <h3>B better ({res.bBetter})</h3>
-              <ul className="keylist">{res.bBetterKeys.map((k) => <li key={k}><button type="button" className="linkish" onClick={() => open(b, k)}>{k}</button> <button type="button" className="linkish muted" onClick={() => open(a, k)}>(A)</button></li>)}</ul>
+              <ul className="keylist">{res.bBetterKeys.map((k) => <li key={k}><button type="button" className={picked === k ? 'linkish strong' : 'linkish'} onClick={() => setPicked(k)} data-testid="compare-key">{k}</button></li>)}</ul>
             </div>
           </div>
+          {picked ? (
+            <div className="compare-cols" data-testid="compare-side-by-side">
+              {([a, b] as const).map((run, i) => {
+                const rec = pair[i];
+                return (
+                  <div key={run} className="card">
+                    <h3>{i === 0 ? 'A' : 'B'} · {picked} {rec ? (rec.correct ? <span className="pill ok">correct</span> : <span className="pill bad">wrong</span>) : null}</h3>
+                    {rec ? (
+                      <>
+                        <p className="muted small">extracted <code>{JSON.stringify(rec.extracted ?? null)}</code> · truth <code>{JSON.stringify(rec.answer)}</code> · {rec.calls} call(s) · {rec.stop_reason}</p>
+                        {rec.trajectory ? <TrajectoryView trajectory={rec.trajectory} mediaUrl={(id) => client.mediaUrl(id)} keyboard={false} testId={`compare-traj-${i}`} /> : <pre className="turn-text">{rec.prediction}</pre>}
+                      </>
+                    ) : (
+                      <p className="muted">Not in this run.</p>
+                    )}
+                  </div>
+                );
+              })}
+            </div>
+          ) : (
+            <p className="muted">Pick a sample above to see both trajectories side by side.</p>
+          )}
         </>
       ) : null}
     </section>

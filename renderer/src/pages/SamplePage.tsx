@@ -3,6 +3,7 @@ import { useRunsStore } from '../stores/useRunsStore';
 import { useAppStore } from '../stores/useAppStore';
 import { getClient } from '../client';
 import { TurnList } from '../components/browse/TurnList';
+import { TrajectoryView } from '../components/trajectory';
 
 /** One sample: the question and images, the steps, the raw text, and the scorer's view. */
 export function SamplePage({ runId, qid }: { runId: string; qid: string }) {
@@ -52,7 +53,11 @@ export function SamplePage({ runId, qid }: { runId: string; qid: string }) {
               <pre className="turn-text raw" data-testid="raw-prompt">{`${t.system ?? ''}\n\n${t.userText ?? sample.question}`}</pre>
             </div>
           ) : null}
-          {t ? <TurnList trajectory={t} raw={raw} /> : <div className="card"><pre className="turn-text">{sample.prediction}</pre></div>}
+          {t ? (
+            raw ? <TurnList trajectory={t} raw /> : <TrajectoryView trajectory={t} mediaUrl={(id) => client.mediaUrl(id)} testId="sample-trajectory" />
+          ) : (
+            <div className="card"><pre className="turn-text">{sample.prediction}</pre></div>
+          )}
         </>
       ) : !error ? <div className="muted">Loading…</div> : null}
     </section>

@@ -3,7 +3,7 @@
  * keeps only those pages here (a 50 000-sample run never crosses the contract whole).
  */
 import { create } from 'zustand';
-import type { RunStats, RunSummary, SampleRecord, SampleRow, SortKey } from '../../../app/contract';
+import type { RunStats, RunSummary, SampleRecord, SampleRow, SliceView, SortKey } from '../../../app/contract';
 import { getClient } from '../client';
 
 export const PAGE_SIZE = 200;
@@ -26,6 +26,11 @@ interface RunsState {
   stats: RunStats | null;
   sample: SampleRecord | null;
   sampleError: string | null;
+  slices: SliceView[];
+  sliceError: string | null;
+  loadSlices(): Promise<void>;
+  saveSlice(name: string): Promise<void>;
+  deleteSlice(name: string): Promise<void>;
   load(): Promise<void>;
   select(runIds: string[]): void;
   setQuery(query: string): void;
@@ -54,6 +59,25 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
   stats: null,
   sample: null,
   sampleError: null,
+  slices: [],
+  sliceError: null,
+  async loadSlices() {
+    try {
+      set({ slices: await getClient().call('slices:list', {}), sliceError: null });
+    } catch (err) {
+      set({ sliceError: err instanceof Error ? err.message : String(err) });
+    }
+  },
+  async saveSlice(name) {
+    try {
+      set({ slices: await getClient().call('slices:save', { name, query: get().query }), sliceError: null });
+    } catch (err) {
+      set({ sliceError: err instanceof Error ? err.message : String(err) });
+    }
+  },
+  async deleteSlice(name) {
+    set({ slices: await getClient().call('slices:delete', { name }) });
+  },
   async load() {
     set({ loading: true });
     try {
@@ -93,7 +117,7 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
   },
   async refresh() {
     const version = get().version + 1;
-    set({ version, pages: {}, total: 0, problem: null });
+    set({ version, pages: {}, total: 0, problem: null, lastMs: null });
     const { selected, query } = get();
     if (!selected.length) {
       set({ stats: null });
