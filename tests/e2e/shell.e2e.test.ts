@@ -37,10 +37,10 @@ describe('app shell in browser mode', () => {
     const { page, errors } = await newPage(browser);
     await page.goto(app.openUrl);
     await page.getByTestId('nav-runs').click();
-    await page.getByRole('heading', { name: 'Runs', exact: true }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Runs', exact: true }).waitFor();
     expect(page.url()).toContain('#/runs');
     await page.reload();
-    await page.getByRole('heading', { name: 'Runs', exact: true }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Runs', exact: true }).waitFor();
     expect(errors).toEqual([]);
   });
 
