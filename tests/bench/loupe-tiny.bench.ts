@@ -1,0 +1,34 @@
+/**
+ * loupe-tiny on this machine's CPU through Loupe's own engine and loop: per-trajectory wall time (loop + image
+ * work + engine), engine time and generated tokens, with and without tools, q8 and fp32, on the fixed held-out
+ * scenes of tests/integration/loupe-tiny/scenes (seed 9). Accuracy on so few scenes is only a sanity column;
+ * the model card (models/loupe-tiny/README.md) has the numbers on a larger held-out set.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { evaluate } from '../../models/loupe-tiny/evaluate';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const MODEL = path.resolve(HERE, '../../models/loupe-tiny/model');
+const SCENES = path.resolve(HERE, '../integration/loupe-tiny/scenes');
+
+export async function bench(): Promise<Array<Record<string, string | number>>> {
+  const rows: Array<Record<string, string | number>> = [];
+  for (const dtype of ['q8', 'fp32'] as const) {
+    for (const prompt of ['vcot', 'notool'] as const) {
+      const { summary: s } = await evaluate({ model: MODEL, data: SCENES, prompt, dtype });
+      rows.push({
+        dtype,
+        prompt,
+        scenes: s.n!,
+        'median ms/trajectory': Math.round(s.medianMs!),
+        'median engine ms': Math.round(s.medianEngineMs!),
+        'tokens/trajectory': Math.round(s.meanCompletionTokens!),
+        'calls/trajectory': Number(s.meanCalls!.toFixed(2)),
+        'first crop contains target': Number(s.firstCropContains!.toFixed(2)),
+        accuracy: Number(s.accuracy!.toFixed(2)),
+      });
+    }
+  }
+  return rows;
+}
