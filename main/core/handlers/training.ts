@@ -147,8 +147,12 @@ function templateInfo(t: JobTemplate, root: string): TemplateInfo {
   let available = true;
   let notice: string | undefined;
   if (t.id === 'loupe-tiny-finetune') {
-    available = fs.existsSync(path.join(root, 'models', 'loupe-tiny', 'train.py'));
-    if (!available) notice = 'The loupe-tiny trainer (models/loupe-tiny/train.py) is not part of this build yet: the default command fails at once. Point "command" at your own trainer (it reads the LOUPE_* variables and should print "step:N - loss:…" lines) or wait for the trainer to land.';
+    // models/loupe-tiny/train.py exists, but it is the GPU SFT script (prepared data, torch + transformers),
+    // not yet a local fine-tune this form can drive: keep the template marked unavailable until it is.
+    available = false;
+    notice = fs.existsSync(path.join(root, 'models', 'loupe-tiny', 'train.py'))
+      ? 'The local loupe-tiny fine-tune is not wired to this form yet: models/loupe-tiny/train.py is the GPU SFT script (it needs prepared data, torch and transformers; see models/loupe-tiny/README.md). Point "command" at your own trainer (it reads the LOUPE_* variables and should print "step:N - loss:…" lines).'
+      : 'The loupe-tiny trainer (models/loupe-tiny/train.py) is not part of this build yet: the default command fails at once. Point "command" at your own trainer (it reads the LOUPE_* variables and should print "step:N - loss:…" lines) or wait for the trainer to land.';
   } else if (t.id === 'custom-script') {
     notice = 'Runs your script as typed. The default script is synthetic: it prints made-up verl-format metrics and trains nothing.';
   } else {
