@@ -149,7 +149,11 @@ export function stripVision(text: string): { text: string; images: number } {
  * then the next assistant text, and so on. Returns the assistant texts and the observations between them.
  */
 export function splitChatResponse(text: string): { assistant: string[]; observations: Array<{ text: string; images: number }> } {
-  const re = /(?:<\|im_end\|>)?\n?<\|im_start\|>user\n([\s\S]*?)<\|im_end\|>\n?<\|im_start\|>assistant\n/g;
+  return splitByObservations(text, /(?:<\|im_end\|>)?\n?<\|im_start\|>user\n([\s\S]*?)<\|im_end\|>\n?<\|im_start\|>assistant\n/g);
+}
+
+/** Split a multi-turn response at each observation `re` matches (group 1 = the observation text). */
+export function splitByObservations(text: string, re: RegExp): { assistant: string[]; observations: Array<{ text: string; images: number }> } {
   const assistant: string[] = [];
   const observations: Array<{ text: string; images: number }> = [];
   let last = 0;

@@ -17,7 +17,7 @@ import { getDialect } from '../protocol';
 import { lastBoxed } from '../protocol/pixelReasoner';
 import { VT_GUIDELINE } from '../protocol/prompts';
 import { APP_VERSION } from '../version';
-import { buildTurns, cleanAssistant, FieldError, isDir, isRecord, optNumber, readJsonFile, readJsonlRows, splitChatResponse, stripVision, systemTextOfPrompt, uniqueQid, userTextOfPrompt } from './common';
+import { buildTurns, FieldError, isDir, isRecord, optNumber, readJsonFile, readJsonlRows, splitByObservations, splitChatResponse, systemTextOfPrompt, uniqueQid, userTextOfPrompt } from './common';
 import { ImportError, type ImportedRun, type ImportIssue, type ImportOptions } from './types';
 
 async function inputFiles(p: string): Promise<string[]> {
@@ -38,17 +38,7 @@ async function inputFiles(p: string): Promise<string[]> {
 /** Split a response with chat markers, or one decoded without special tokens (`…</tool_call>\nuser\n…\nassistant\n`). */
 export function splitVtResponse(text: string): { assistant: string[]; observations: Array<{ text: string; images: number }> } {
   if (text.includes('<|im_start|>')) return splitChatResponse(text);
-  const re = /(?<=<\/tool_call>)\n?user\n([\s\S]*?)\nassistant\n/g;
-  const assistant: string[] = [];
-  const observations: Array<{ text: string; images: number }> = [];
-  let last = 0;
-  for (const m of text.matchAll(re)) {
-    assistant.push(text.slice(last, m.index));
-    observations.push(stripVision(m[1] as string));
-    last = (m.index as number) + m[0].length;
-  }
-  assistant.push(text.slice(last));
-  return { assistant: assistant.map(cleanAssistant), observations };
+  return splitByObservations(text, /(?<=<\/tool_call>)\n?user\n([\s\S]*?)\nassistant\n/g);
 }
 
 /** The question from a prompt with or without chat markers; drops `<image>` tokens and the guideline. */
