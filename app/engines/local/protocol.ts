@@ -2,7 +2,7 @@
  * Messages between the local engine client (app/engines/local) and its worker (native/engine/worker.ts).
  * Plain JSON-cloneable data only; images travel as file paths.
  */
-import type { EngineDevice, EngineDtypeSpec, EngineInfo, GenerateResult, ChatMessage } from '../types';
+import type { EngineDevice, EngineDtypeSpec, EngineInfo, GenerateRequest, GenerateResult } from '../types';
 
 export interface LoadOptions {
   /** Absolute path of a model folder in the transformers.js layout. */
@@ -14,20 +14,10 @@ export interface LoadOptions {
 }
 
 /** A generate request without the callbacks and the AbortSignal (those stay on the client side). */
-export interface WireGenerateRequest {
-  messages: ChatMessage[];
-  prompt?: string;
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  topK: number;
-  stop: string[];
-  seed?: number;
-  minPixels?: number;
-  maxPixels?: number;
+export type WireGenerateRequest = Omit<GenerateRequest, 'signal' | 'onToken'> & {
   /** Send token events (default true). */
   stream?: boolean;
-}
+};
 
 export type WorkerRequest =
   | { type: 'load'; id: number; options: LoadOptions }
