@@ -17,8 +17,17 @@ export { SlurmSshConnector, mapSlurmState } from './slurm';
 export { SlurmRestConnector, scontrolTokenProvider } from './slurmRest';
 export { RayConnector, mapRayState } from './ray';
 export { SshSession, shq } from './ssh';
-export { EncryptedFileSecretStore, MemorySecretStore, type SecretStore } from './secrets';
-export { redactText } from './redact';
+export {
+  EncryptedFileSecretStore,
+  MemorySecretStore,
+  SafeStorageSecretStore,
+  openSecretStore,
+  type SafeStorageAdapter,
+  type SecretStore,
+  type SecretStoreInfo,
+} from './secrets';
+export { redactText, redactError, secretForms } from './redact';
+export { resolveSecretEnv, checkSecretEnv, specSecretForms } from './jobSecrets';
 
 export const ConnectionConfigSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('local'), name: z.string().min(1), root: z.string().min(1) }),

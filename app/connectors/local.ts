@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs, openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pollFollow } from './follow';
+import { checkSecretEnv } from './jobSecrets';
 import {
   checkJobName,
   ConnectorError,
@@ -78,6 +79,7 @@ export class LocalConnector implements Connector {
 
   async submit(spec: JobSpec): Promise<SubmitResult> {
     checkJobName(spec.name, 'local submit');
+    checkSecretEnv(spec, 'local submit');
     const id = `local-${Date.now()}-${randomBytes(4).toString('hex')}`;
     const dir = path.join(this.root, id);
     await fs.mkdir(dir, { recursive: true });
@@ -100,7 +102,8 @@ export class LocalConnector implements Connector {
         cwd,
         detached: true, // own process group: cancel kills the whole tree
         stdio: ['ignore', fd, fd],
-        env: { ...process.env, ...spec.env, LOUPE_JOB_ID: id, LOUPE_JOB_NAME: spec.name },
+        // secretEnv: the child's environment only (job.json and script.sh never see it).
+        env: { ...process.env, ...spec.env, ...spec.secretEnv, LOUPE_JOB_ID: id, LOUPE_JOB_NAME: spec.name },
       });
       pid = child.pid;
       child.on('error', () => undefined);

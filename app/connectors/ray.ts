@@ -11,7 +11,8 @@ import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { pollFollow, type Pollable } from './follow';
 import { httpRequest, summarizeErrorBody, type HttpResponse } from './http';
-import { redactText } from './redact';
+import { checkSecretEnv, specSecretForms } from './jobSecrets';
+import { redactError, redactText } from './redact';
 import {
   ConnectorError,
   isTerminal,
@@ -186,11 +187,16 @@ export class RayConnector implements Connector {
     return `gcs://${name}`;
   }
 
-  /** The JSON body for POST /api/jobs/ (no null keys: older heads reject unknown keys). */
+  /**
+   * The JSON body for POST /api/jobs/ (no null keys: older heads reject unknown keys). `secretEnv` joins
+   * runtime_env.env_vars, the only channel Ray Jobs has into the job's environment; note that Ray returns
+   * runtime_env in GET /api/jobs/{id} to anyone who can reach the dashboard (turn on token auth).
+   */
   async submitBody(spec: JobSpec): Promise<Record<string, unknown>> {
     const r = spec.resources ?? {};
     const extra = spec.runtimeEnv ?? {};
-    const envVars = { ...((extra.env_vars as Record<string, string> | undefined) ?? {}), ...(spec.env ?? {}) };
+    checkSecretEnv(spec, 'ray submit');
+    const envVars = { ...((extra.env_vars as Record<string, string> | undefined) ?? {}), ...(spec.env ?? {}), ...(spec.secretEnv ?? {}) };
     const runtimeEnv: Record<string, unknown> = { ...extra };
     if (Object.keys(envVars).length) runtimeEnv.env_vars = envVars;
     else delete runtimeEnv.env_vars;
@@ -209,7 +215,11 @@ export class RayConnector implements Connector {
   async submit(spec: JobSpec): Promise<SubmitResult> {
     if (!spec.script.trim()) throw new ConnectorError('invalid', 'ray submit', 'the entrypoint is empty');
     const body = await this.submitBody(spec);
-    const res = await this.request('POST', '/api/jobs/', JSON.stringify(body), 'application/json');
+    // A 400 answer is a traceback that may quote the request (runtime_env included): mask the job's secrets.
+    const hide = specSecretForms(spec);
+    const res = await this.request('POST', '/api/jobs/', JSON.stringify(body), 'application/json').catch((e: unknown) => {
+      throw redactError(e, hide);
+    });
     const j = res.json<{ submission_id?: string; job_id?: string }>();
     const id = j.submission_id ?? j.job_id;
     if (!id) throw new ConnectorError('backend', 'ray submit', `no submission_id in ${res.text().slice(0, 200)}`);

@@ -12,3 +12,38 @@ export function redactText(text: string, secrets: readonly string[] = []): strin
     .replace(/(X-SLURM-USER-TOKEN:\s*)\S+/gi, '$1***')
     .replace(/(ray-authentication-token=)[^;\s]+/g, '$1***');
 }
+
+/**
+ * The forms a secret value may take in text we produce or get back: itself, its base64 (how the SSH connector
+ * ships it), its JSON-escaped form (request bodies quoted in server errors) and, for multi-line values such as
+ * keys, each line of 8 or more characters.
+ */
+export function secretForms(values: Iterable<string>): string[] {
+  const out = new Set<string>();
+  for (const v of values) {
+    if (!v) continue;
+    out.add(v);
+    out.add(Buffer.from(v, 'utf8').toString('base64'));
+    out.add(JSON.stringify(v).slice(1, -1));
+    for (const line of v.split(/\r?\n/)) if (line.trim().length >= 8) out.add(line);
+  }
+  return [...out];
+}
+
+/**
+ * The same error with every listed secret masked in its message (and `detail`, for errors that carry one), so
+ * that it can be shown, logged or stored in a job record. The class and `code` stay (a ConnectorError stays one).
+ */
+export function redactError<E>(e: E, secrets: readonly string[]): E {
+  if (!(e instanceof Error) || !secrets.some((s) => s.length >= 4)) return e;
+  const msg = redactText(e.message, secrets);
+  const rec = e as Error & { detail?: unknown };
+  const detail = typeof rec.detail === 'string' ? redactText(rec.detail, secrets) : rec.detail;
+  if (msg === e.message && detail === rec.detail) return e;
+  const copy = Object.create(Object.getPrototypeOf(e) as object) as Error & { detail?: unknown };
+  Object.assign(copy, e);
+  Object.defineProperty(copy, 'message', { value: msg, writable: true, configurable: true, enumerable: false });
+  if (detail !== rec.detail) Object.defineProperty(copy, 'detail', { value: detail, writable: true, configurable: true, enumerable: true });
+  copy.stack = `${e.name}: ${msg}`;
+  return copy as E;
+}

@@ -1,11 +1,17 @@
 /**
- * Credentials (SSH keys, Ray tokens, Slurm JWTs) live behind `SecretStore`. Browser mode uses
- * `EncryptedFileSecretStore` (AES-256-GCM, key in a machine-local 0600 file); Electron wires safeStorage later.
+ * Credentials (SSH keys, Ray tokens, Slurm JWTs, job secrets like WANDB_API_KEY) live behind `SecretStore`.
+ * Two file backends:
+ * - `EncryptedFileSecretStore` (browser mode, CLI, and Electron when the OS keychain is unusable): AES-256-GCM, the
+ *   key in a machine-local 0600 file.
+ * - `SafeStorageSecretStore` (Electron): each value encrypted by the OS keychain through Electron's `safeStorage`,
+ *   stored as base64 ciphertext. The core never imports electron: `main/electron/main.ts` hands in a
+ *   `SafeStorageAdapter`, and `openSecretStore` picks the backend and says which one (and why) in `SecretStoreInfo`.
  * Nothing here writes or logs a secret in plaintext.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { redactText } from './redact';
 
 export interface SecretStore {
   get(name: string): Promise<string | undefined>;
@@ -23,6 +29,11 @@ export class SecretStoreError extends Error {
 }
 
 const NAME_RE = /^[A-Za-z0-9._:/@-]{1,200}$/;
+
+/** Throws a SecretStoreError naming the allowed characters. */
+export function checkSecretName(name: string): void {
+  if (!NAME_RE.test(name)) throw new SecretStoreError(`secret name ${JSON.stringify(name)} must be 1-200 characters of A-Z a-z 0-9 . _ : / @ -`);
+}
 
 interface Sealed {
   iv: string;
@@ -98,7 +109,7 @@ export class EncryptedFileSecretStore implements SecretStore {
   }
 
   private check(name: string): void {
-    if (!NAME_RE.test(name)) throw new SecretStoreError(`secret name ${JSON.stringify(name)} must be 1-200 characters of A-Z a-z 0-9 . _ : / @ -`);
+    checkSecretName(name);
   }
 
   async get(name: string): Promise<string | undefined> {
@@ -161,4 +172,200 @@ export class MemorySecretStore implements SecretStore {
   async list(): Promise<string[]> {
     return [...this.m.keys()].sort();
   }
+}
+
+// ───────────── Electron safeStorage backend ─────────────
+
+/**
+ * The three safeStorage functions the core needs, injected by the Electron door (`main/electron/main.ts`) so that
+ * `app/` and `main/core` stay free of electron imports. Sync or async results are both accepted.
+ */
+export interface SafeStorageAdapter {
+  /** `safeStorage.encryptString(Async)`. */
+  encrypt(plainText: string): Buffer | Promise<Buffer>;
+  /** `safeStorage.decryptString(Async)`. */
+  decrypt(cipherText: Buffer): string | Promise<string>;
+  /** `safeStorage.isEncryptionAvailable()`, false as well when Linux fell back to its hard-coded `basic_text` key. */
+  available(): boolean;
+  /** What protects the key, for the UI (e.g. `gnome_libsecret`, `macOS Keychain`); optional. */
+  backend?(): string;
+}
+
+interface SafeFileShape {
+  version: 1;
+  cipher: 'electron-safestorage';
+  /** name → base64 of safeStorage.encrypt(JSON.stringify([name, value])). */
+  entries: Record<string, string>;
+}
+
+export interface SafeStorageSecretStoreOptions {
+  /** The store file (e.g. `<workspace>/training/secrets.safe.json`); holds only ciphertext. */
+  file: string;
+  adapter: SafeStorageAdapter;
+}
+
+/**
+ * Values encrypted by the OS keychain (Electron safeStorage) and kept as base64 ciphertext in a 0600 JSON file.
+ * safeStorage has no associated data, so the plaintext that is encrypted is `[name, value]`: an entry copied
+ * under another name is detected on read, like the AES-GCM store's AAD does.
+ */
+export class SafeStorageSecretStore implements SecretStore {
+  private chain: Promise<unknown> = Promise.resolve();
+  constructor(private readonly o: SafeStorageSecretStoreOptions) {}
+
+  private ensureAvailable(): void {
+    if (!this.o.adapter.available()) {
+      throw new SecretStoreError('the OS keychain (Electron safeStorage) is not available in this session; secrets cannot be read or stored until it is');
+    }
+  }
+
+  private async read(): Promise<SafeFileShape> {
+    const text = await fs.readFile(this.o.file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return null;
+      throw e;
+    });
+    if (text === null) return { version: 1, cipher: 'electron-safestorage', entries: {} };
+    let j: SafeFileShape;
+    try {
+      j = JSON.parse(text) as SafeFileShape;
+    } catch {
+      throw new SecretStoreError(`${this.o.file} is not valid JSON; restore it from a backup or delete it (all stored secrets are lost)`);
+    }
+    if (j.version !== 1 || j.cipher !== 'electron-safestorage' || typeof j.entries !== 'object' || j.entries === null) throw new SecretStoreError(`${this.o.file}: unknown format`);
+    return j;
+  }
+
+  private async write(shape: SafeFileShape): Promise<void> {
+    await fs.mkdir(path.dirname(this.o.file), { recursive: true });
+    const tmp = `${this.o.file}.${process.pid}.tmp`;
+    await fs.writeFile(tmp, JSON.stringify(shape, null, 1), { mode: 0o600 });
+    await fs.rename(tmp, this.o.file);
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.chain.then(fn, fn);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+
+  async get(name: string): Promise<string | undefined> {
+    checkSecretName(name);
+    const b64 = (await this.read()).entries[name];
+    if (b64 === undefined) return undefined;
+    this.ensureAvailable();
+    let pair: unknown;
+    try {
+      pair = JSON.parse(await this.o.adapter.decrypt(Buffer.from(b64, 'base64')));
+    } catch {
+      throw new SecretStoreError(`secret ${JSON.stringify(name)} cannot be decrypted by the OS keychain (another user or machine, or the keychain was reset); set it again`);
+    }
+    if (!Array.isArray(pair) || pair.length !== 2 || pair[0] !== name || typeof pair[1] !== 'string') {
+      throw new SecretStoreError(`secret ${JSON.stringify(name)} in ${this.o.file} was stored under another name (tampered store); set it again`);
+    }
+    return pair[1];
+  }
+
+  async set(name: string, value: string): Promise<void> {
+    checkSecretName(name);
+    this.ensureAvailable();
+    return this.serial(async () => {
+      const shape = await this.read();
+      let sealed: Buffer;
+      try {
+        sealed = await this.o.adapter.encrypt(JSON.stringify([name, value]));
+      } catch (e) {
+        throw new SecretStoreError(`the OS keychain refused to encrypt secret ${JSON.stringify(name)}: ${redactText(e instanceof Error ? e.message : String(e), [value])}`);
+      }
+      shape.entries[name] = Buffer.from(sealed).toString('base64');
+      await this.write(shape);
+    });
+  }
+
+  async delete(name: string): Promise<boolean> {
+    checkSecretName(name);
+    return this.serial(async () => {
+      const shape = await this.read();
+      if (!(name in shape.entries)) return false;
+      delete shape.entries[name];
+      await this.write(shape);
+      return true;
+    });
+  }
+
+  async list(): Promise<string[]> {
+    return Object.keys((await this.read()).entries).sort();
+  }
+}
+
+// ───────────── choosing the backend ─────────────
+
+/** Which store is in use, for the UI and status lines. */
+export interface SecretStoreInfo {
+  kind: 'os-keychain' | 'encrypted-file';
+  /** `OS keychain (Electron safeStorage)` or `encrypted file (browser mode)` / `encrypted file (OS keychain unavailable)`. */
+  label: string;
+  /** Why the fallback was taken, or which keychain backs safeStorage. */
+  note?: string;
+  /** The store file (holds only ciphertext). */
+  file: string;
+}
+
+export interface OpenSecretStoreOptions {
+  /** Folder for the store files (`secrets.safe.json` / `secrets.enc.json`). */
+  dir: string;
+  /** Key file of the AES-GCM store (used when safeStorage is absent or unavailable). */
+  keyFile: string;
+  /** Given by the Electron door; absent in browser mode and the CLI. */
+  safeStorage?: SafeStorageAdapter;
+}
+
+export const SAFE_STORE_FILE = 'secrets.safe.json';
+export const ENCRYPTED_STORE_FILE = 'secrets.enc.json';
+
+/**
+ * Electron with a usable OS keychain → `SafeStorageSecretStore`; else the AES-GCM file, and `info.note` says why.
+ * Entries that exist only in the AES-GCM file (set earlier in browser mode) are copied into the keychain store on
+ * open; the AES-GCM file is left as it was, so browser mode on the same workspace keeps working.
+ */
+export async function openSecretStore(o: OpenSecretStoreOptions): Promise<{ store: SecretStore; info: SecretStoreInfo }> {
+  const encFile = path.join(o.dir, ENCRYPTED_STORE_FILE);
+  const fileStore = (): EncryptedFileSecretStore => new EncryptedFileSecretStore({ file: encFile, keyFile: o.keyFile });
+  if (!o.safeStorage) return { store: fileStore(), info: { kind: 'encrypted-file', label: 'encrypted file (browser mode)', file: encFile } };
+  let ok = false;
+  try {
+    ok = o.safeStorage.available();
+  } catch {
+    ok = false;
+  }
+  if (!ok) {
+    return {
+      store: fileStore(),
+      info: {
+        kind: 'encrypted-file',
+        label: 'encrypted file (OS keychain unavailable)',
+        note: 'Electron safeStorage is not available (no OS keychain, or Linux without libsecret/kwallet); secrets use the AES-256-GCM file with a 0600 key instead',
+        file: encFile,
+      },
+    };
+  }
+  const safeFile = path.join(o.dir, SAFE_STORE_FILE);
+  const store = new SafeStorageSecretStore({ file: safeFile, adapter: o.safeStorage });
+  const notes: string[] = [];
+  const backend = o.safeStorage.backend?.();
+  if (backend) notes.push(`keychain backend: ${backend}`);
+  // Carrying entries over must never keep the app from starting: a broken old file is reported, not fatal.
+  try {
+    const have = new Set(await store.list());
+    const old = await fs.stat(encFile).then(() => fileStore(), () => null);
+    if (old) {
+      for (const name of await old.list()) {
+        if (have.has(name)) continue;
+        const v = await old.get(name).catch(() => undefined); // unreadable (other key file): leave it
+        if (v !== undefined) await store.set(name, v);
+      }
+    }
+  } catch (e) {
+    notes.push(`secrets from ${encFile} were not carried over: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return { store, info: { kind: 'os-keychain', label: 'OS keychain (Electron safeStorage)', ...(notes.length ? { note: notes.join('; ') } : {}), file: safeFile } };
 }

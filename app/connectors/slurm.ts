@@ -4,6 +4,8 @@
  * derived from the job id (`<remoteDir>/loupe-<id>.out`), so no client-side state is needed.
  */
 import { pollFollow } from './follow';
+import { checkSecretEnv, specSecretForms } from './jobSecrets';
+import { redactError, redactText } from './redact';
 import { shq, SshSession, type ExecResult, type SshOptions } from './ssh';
 import {
   checkJobName,
@@ -148,7 +150,7 @@ export class SlurmSshConnector implements Connector {
     return r.stdout.toString('utf8').trim();
   }
 
-  /** The batch script sent on stdin: #SBATCH header + env exports + body. */
+  /** The batch script sent on stdin: #SBATCH header + (non-secret) env exports + body. `secretEnv` is never written here. */
   buildScript(spec: JobSpec): string {
     const r = spec.resources ?? {};
     const lines = ['#!/bin/bash', `#SBATCH --job-name=${spec.name}`, `#SBATCH --output=${this.o.remoteDir.replace(/\/+$/, '')}/loupe-%j.out`];
@@ -168,15 +170,40 @@ export class SlurmSshConnector implements Connector {
     return `${lines.join('\n')}\n${body}${body.endsWith('\n') ? '' : '\n'}`;
   }
 
+  /**
+   * The remote command and its stdin for `sbatch`. Secret values never appear in the command line (visible in `ps`,
+   * in sshd's debug log) nor in the script (sbatch stores it in slurmctld's state and the spool): they go first on
+   * stdin, one base64 line each, and the remote shell `read`s them into exported variables before sbatch reads the
+   * rest of stdin as the script. `--export=ALL` then copies them into the job's environment only. (No `ssh2` env
+   * request: sshd drops variables its `AcceptEnv` does not list, and the CI sshd lists none.)
+   */
+  submitCommand(spec: JobSpec, script: string): { command: string; stdin: string } {
+    const secrets = checkSecretEnv(spec, 'slurm-ssh submit');
+    const reads = secrets.map(
+      ([k]) => `IFS= read -r __loupe_s && __loupe_s="$(printf '%s' "$__loupe_s" | base64 -d && printf x)" && export ${k}="\${__loupe_s%x}" && `,
+    );
+    const unset = secrets.length ? 'unset __loupe_s && ' : '';
+    const command = `mkdir -p ${shq(this.o.remoteDir)} && { ${reads.join('')}${unset}${this.env()}sbatch --parsable --export=ALL; }`;
+    const lines = secrets.map(([, v]) => `${Buffer.from(v, 'utf8').toString('base64')}\n`);
+    return { command, stdin: `${lines.join('')}${script}` };
+  }
+
   async submit(spec: JobSpec): Promise<SubmitResult> {
     checkJobName(spec.name, 'slurm-ssh submit');
     if (spec.cwd && /\s/.test(spec.cwd)) throw new ConnectorError('invalid', 'slurm-ssh submit', 'cwd must not contain whitespace (#SBATCH lines cannot quote)');
+    const hide = specSecretForms(spec);
     const script = this.buildScript(spec);
-    const r = await this.run(`mkdir -p ${shq(this.o.remoteDir)} && ${this.env()}sbatch --parsable`, script);
+    const { command, stdin } = this.submitCommand(spec, script);
+    let r: ExecResult;
+    try {
+      r = await this.run(command, stdin);
+    } catch (e) {
+      throw redactError(e, hide);
+    }
     const out = r.stdout.toString('utf8').trim();
     const id = out.split(';')[0] ?? '';
     if (r.code !== 0 || !JOB_ID_RE.test(id)) {
-      throw new ConnectorError('backend', 'slurm-ssh submit', `sbatch refused the job (exit ${r.code}): ${r.stderr.trim() || out || 'no output'}`);
+      throw new ConnectorError('backend', 'slurm-ssh submit', redactText(`sbatch refused the job (exit ${r.code}): ${r.stderr.trim() || out || 'no output'}`, hide));
     }
     return { id, logPath: this.logPath(id) };
   }

@@ -9,6 +9,8 @@ import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import { pollFollow } from './follow';
 import { httpRequest, type HttpResponse } from './http';
+import { checkSecretEnv, specSecretForms } from './jobSecrets';
+import { redactError, redactText } from './redact';
 import { mapSlurmState } from './slurm';
 import {
   checkJobName,
@@ -188,10 +190,14 @@ export class SlurmRestConnector implements Connector {
     return `${this.o.outputDir.replace(/\/+$/, '')}/loupe-${id}.out`;
   }
 
-  /** The submit body for the probed plugin version. */
+  /**
+   * The submit body for the probed plugin version. `secretEnv` goes into `job.environment` only (the request body,
+   * sent to slurmrestd and never logged); the script is the spec's script unchanged.
+   */
   submitBody(spec: JobSpec, version: string): Record<string, unknown> {
     const r = spec.resources ?? {};
-    const env = { PATH: '/usr/local/bin:/usr/bin:/bin', ...this.o.baseEnv, ...spec.env };
+    checkSecretEnv(spec, 'slurmrestd submit');
+    const env = { PATH: '/usr/local/bin:/usr/bin:/bin', ...this.o.baseEnv, ...spec.env, ...spec.secretEnv };
     const v = versionNumber(version);
     const script = spec.script.startsWith('#!') ? spec.script : `#!/bin/bash\n${spec.script}`;
     const job: Record<string, unknown> = {
@@ -214,7 +220,10 @@ export class SlurmRestConnector implements Connector {
   async submit(spec: JobSpec): Promise<SubmitResult> {
     checkJobName(spec.name, 'slurmrestd submit');
     const v = await this.apiVersion();
-    const res = await this.call('POST', `/slurm/${v}/job/submit`, this.submitBody(spec, v));
+    const hide = specSecretForms(spec);
+    const res = await this.call('POST', `/slurm/${v}/job/submit`, this.submitBody(spec, v)).catch((e: unknown) => {
+      throw redactError(e, hide);
+    });
     let id: number | undefined;
     try {
       id = res.json<{ job_id?: number }>().job_id;
@@ -222,7 +231,7 @@ export class SlurmRestConnector implements Connector {
       id = undefined;
     }
     if (res.status !== 200 || typeof id !== 'number') {
-      throw new ConnectorError('invalid', 'slurmrestd submit', `the job was refused (HTTP ${res.status}): ${this.errorsOf(res) || 'no error text'}`);
+      throw new ConnectorError('invalid', 'slurmrestd submit', redactText(`the job was refused (HTTP ${res.status}): ${this.errorsOf(res) || 'no error text'}`, hide));
     }
     return { id: String(id), logPath: this.logPath(String(id)) };
   }

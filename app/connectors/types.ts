@@ -29,6 +29,12 @@ export interface JobSpec {
   name: string;
   script: string;
   env?: Record<string, string>;
+  /**
+   * Secret environment variables (name → value, resolved from the SecretStore by `resolveSecretEnv`). Each backend
+   * puts them only into the job's environment: never into a script file, a job record or a log line, and error
+   * messages are redacted. (Slurm itself keeps a job's environment in its root-only state directory.)
+   */
+  secretEnv?: Record<string, string>;
   /** Working directory on the machine that runs the job (remote for Slurm). */
   cwd?: string;
   resources?: JobResources;

@@ -14,11 +14,14 @@ import { demoHandlers } from './handlers/demo';
 import { browseHandlers } from './handlers/browse';
 import { sweepsHandlers } from './handlers/sweeps';
 import { trainingHandlers } from './handlers/training';
+import { openSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';
 import type { CoreContext } from './context';
 
 export interface CoreOptions {
   workspace?: string;
   transport: 'electron' | 'browser';
+  /** Electron's safeStorage, adapted by main/electron/main.ts (the core never imports electron). Absent in browser mode. */
+  safeStorage?: SafeStorageAdapter;
 }
 
 export type EventListener = (event: EventName, payload: unknown) => void;
@@ -40,6 +43,12 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const settingsFile = path.join(workspace, 'settings.json');
 
   let engineState: EngineState = { status: 'idle', model: null, device: null };
+  // Secrets: OS keychain through safeStorage when the Electron door gives one that works, else the AES-GCM file.
+  const secretStore = await openSecretStore({
+    dir: path.join(workspace, 'training'),
+    keyFile: path.join(workspace, '.private', 'secret.key'),
+    ...(opts.safeStorage ? { safeStorage: opts.safeStorage } : {}),
+  });
 
   // settings.json is shared with other parts of the core (e.g. the model registry): read the whole
   // object, change only the UI's keys, keep the rest. A broken file is reported, never overwritten.
@@ -63,6 +72,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       emit('engine:state', next);
     },
     getEngineState: () => engineState,
+    secrets: secretStore.store,
+    secretStore: secretStore.info,
     disposers: [],
   };
 

@@ -2,11 +2,12 @@
  * Electron main: one window, secure defaults, the contract carried over IPC to the same core the
  * browser-mode server uses. Bundled to CommonJS by scripts/build-node.mjs.
  */
-import { app, BrowserWindow, ipcMain, protocol, net, shell, session, type IpcMainInvokeEvent, type WebContents } from 'electron';
+import { app, BrowserWindow, ipcMain, protocol, net, safeStorage, shell, session, type IpcMainInvokeEvent, type WebContents } from 'electron';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createCore, type Core } from '../core';
 import { events } from '../../app/contract';
+import type { SafeStorageAdapter } from '../../app/connectors/secrets';
 
 const RENDERER_DIR = path.join(__dirname, '..', '..', 'renderer');
 const RENDERER_INDEX = path.join(RENDERER_DIR, 'index.html');
@@ -21,6 +22,21 @@ const windows = new Set<WebContents>();
 function validateSender(event: IpcMainInvokeEvent): boolean {
   const frame = event.senderFrame;
   return windows.has(event.sender) && !!frame && frame.url.startsWith(pathToFileURL(RENDERER_DIR).toString());
+}
+
+/**
+ * Electron's safeStorage as the core's adapter (the core never imports electron). Must be built after `ready`.
+ * On Linux without libsecret/kwallet safeStorage "works" with a key hard-coded in Chromium (`basic_text`): that
+ * is obfuscation, not encryption, so it counts as unavailable and the core falls back to its AES-GCM file.
+ */
+function safeStorageAdapter(): SafeStorageAdapter {
+  const backend = (): string => (process.platform === 'linux' ? safeStorage.getSelectedStorageBackend() : process.platform === 'darwin' ? 'macOS Keychain' : process.platform === 'win32' ? 'Windows DPAPI' : process.platform);
+  return {
+    encrypt: (plainText) => safeStorage.encryptStringAsync(plainText),
+    decrypt: async (cipherText) => (await safeStorage.decryptStringAsync(cipherText)).result,
+    available: () => safeStorage.isEncryptionAvailable() && !(process.platform === 'linux' && backend() === 'basic_text'),
+    backend,
+  };
 }
 
 function createWindow(): void {
@@ -60,7 +76,7 @@ function createWindow(): void {
 async function bootstrap(): Promise<void> {
   await app.whenReady();
   const workspaceArg = process.argv.find((a) => a.startsWith('--workspace='));
-  core = await createCore({ transport: 'electron', workspace: workspaceArg?.slice('--workspace='.length) });
+  core = await createCore({ transport: 'electron', workspace: workspaceArg?.slice('--workspace='.length), safeStorage: safeStorageAdapter() });
   const c = core;
 
   session.defaultSession.webRequest.onHeadersReceived((details, callback) => {

@@ -68,6 +68,19 @@ export type RenderResult = z.infer<typeof RenderResultSchema>;
 
 const ConnName = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'connector names use 1-64 letters, digits, ".", "_" and "-"');
 const SecretName = z.string().regex(/^[A-Za-z0-9._:/@-]{1,200}$/, 'secret names use 1-200 letters, digits and . _ : / @ -');
+const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names use letters, digits and _, not starting with a digit');
+/** Job secrets: environment variable → secret-store name (values never cross the contract or enter job records). */
+const SecretEnvSchema = z.record(EnvName, SecretName);
+
+/** Which secret store the core uses. */
+export const SecretStoreInfoSchema = z.object({
+  kind: z.enum(['os-keychain', 'encrypted-file']),
+  /** `OS keychain (Electron safeStorage)` or `encrypted file (browser mode)`. */
+  label: z.string(),
+  /** Why the encrypted file is used in Electron, or which keychain backs safeStorage. */
+  note: z.string().optional(),
+});
+export type SecretStoreInfo = z.infer<typeof SecretStoreInfoSchema>;
 
 /** Remote connector settings. Secrets are referenced by name, never included. (`local` is built in.) */
 export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
@@ -121,6 +134,7 @@ export const ConnectorListSchema = z.object({
   connectors: z.array(ConnectorInfoSchema),
   /** Names of stored secrets (never values). */
   secrets: z.array(z.string()),
+  secretStore: SecretStoreInfoSchema.optional(),
 });
 export type ConnectorList = z.infer<typeof ConnectorListSchema>;
 
@@ -149,6 +163,8 @@ export const TrainingJobSchema = z.object({
   endedAt: z.string().optional(),
   /** Checkpoint paths seen in the log (on the machine that ran the job). */
   checkpoints: z.array(z.string()),
+  /** Secret environment variables the job got: ENV → secret-store name (names only). */
+  secretEnv: SecretEnvSchema.optional(),
 });
 export type TrainingJob = z.infer<typeof TrainingJobSchema>;
 
@@ -194,6 +210,8 @@ export const trainingCalls = {
       connector: z.string().default('local'),
       /** Job name (A-Z a-z 0-9 . _ -); default: the template id. */
       name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'job names use 1-64 letters, digits, ".", "_" and "-"').optional(),
+      /** Secrets to expose to the job as environment variables (e.g. `{ WANDB_API_KEY: "wandb/key" }`). */
+      secretEnv: SecretEnvSchema.optional(),
     }),
     res: TrainingJobSchema,
   },

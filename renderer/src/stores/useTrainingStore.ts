@@ -3,7 +3,7 @@
  * metric series (plus a pinned baseline job). Contract calls live here; components only select and dispatch.
  */
 import { create } from 'zustand';
-import type { ConnectorInfo, FieldIssue, RemoteConnectorConfig, RenderedJob, TemplateField, TemplateInfo, TrainingJob, TrainingMetricPoint } from '../../../app/contract';
+import type { ConnectorInfo, ConnectorList, FieldIssue, RemoteConnectorConfig, RenderedJob, TemplateField, TemplateInfo, TrainingJob, TrainingMetricPoint } from '../../../app/contract';
 import { getClient } from '../client';
 
 /** Raw form values by field name: strings as typed, booleans, selected options. */
@@ -46,6 +46,8 @@ interface TrainingState {
   renderError: string | null;
   connectors: ConnectorInfo[];
   secrets: string[];
+  /** Which secret store the core uses (OS keychain or encrypted file); null until connectors load. */
+  secretStore: ConnectorList['secretStore'] | null;
   connector: string;
   probe: Record<string, { ok: boolean; message: string; busy: boolean }>;
   jobName: string;
@@ -56,6 +58,8 @@ interface TrainingState {
   baseline: Baseline | null;
   smoothing: number;
   evalCommand: { checkpoint: string; command: string; note: string } | null;
+  /** Per checkpoint path: the outcome of "Add to Models" (a local ONNX model folder → the Models registry). */
+  modelAdds: Record<string, { busy: boolean; ok: boolean; message: string }>;
   error: string | null;
   init(): Promise<void>;
   selectTemplate(id: string): void;
@@ -76,6 +80,7 @@ interface TrainingState {
   pinBaseline(key: string | null): Promise<void>;
   setSmoothing(s: number): void;
   prepareEval(checkpoint: string): Promise<void>;
+  addCheckpointToModels(checkpoint: string): Promise<void>;
 }
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
@@ -179,6 +184,7 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
   renderError: null,
   connectors: [],
   secrets: [],
+  secretStore: null,
   connector: 'local',
   probe: {},
   jobName: '',
@@ -189,6 +195,7 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
   baseline: null,
   smoothing: 0.6,
   evalCommand: null,
+  modelAdds: {},
   error: null,
 
   async init() {
@@ -273,18 +280,18 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
     try {
       const r = await getClient().call('training:connectors', {});
       const keep = r.connectors.some((c) => c.name === get().connector);
-      set({ connectors: r.connectors, secrets: r.secrets, ...(keep ? {} : { connector: 'local' }) });
+      set({ connectors: r.connectors, secrets: r.secrets, secretStore: r.secretStore ?? null, ...(keep ? {} : { connector: 'local' }) });
     } catch (e) {
       set({ error: message(e) });
     }
   },
   async saveConnector(config) {
     const r = await getClient().call('training:connectorSave', { config });
-    set({ connectors: r.connectors, secrets: r.secrets });
+    set({ connectors: r.connectors, secrets: r.secrets, secretStore: r.secretStore ?? null });
   },
   async deleteConnector(name) {
     const r = await getClient().call('training:connectorDelete', { name });
-    set({ connectors: r.connectors, secrets: r.secrets, ...(get().connector === name ? { connector: 'local' } : {}) });
+    set({ connectors: r.connectors, secrets: r.secrets, secretStore: r.secretStore ?? null, ...(get().connector === name ? { connector: 'local' } : {}) });
   },
   async probeConnector(name) {
     set({ probe: { ...get().probe, [name]: { ok: false, message: 'connecting…', busy: true } } });
@@ -297,7 +304,7 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
   },
   async setSecret(name, value) {
     const r = await getClient().call('training:secretSet', { name, value });
-    set({ connectors: r.connectors, secrets: r.secrets });
+    set({ connectors: r.connectors, secrets: r.secrets, secretStore: r.secretStore ?? null });
   },
 
   async loadJobs() {
@@ -359,6 +366,16 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
       set({ evalCommand: { checkpoint, ...r } });
     } catch (e) {
       set({ error: message(e) });
+    }
+  },
+  async addCheckpointToModels(checkpoint) {
+    const put = (v: { busy: boolean; ok: boolean; message: string }): void => set({ modelAdds: { ...get().modelAdds, [checkpoint]: v } });
+    put({ busy: true, ok: false, message: 'adding…' });
+    try {
+      const r = await getClient().call('models:add', { path: checkpoint });
+      put({ busy: false, ok: true, message: `added as "${r.model.id}" (${r.model.dtypes.join(', ')}): open it under Models` });
+    } catch (e) {
+      put({ busy: false, ok: false, message: message(e) });
     }
   },
 }));

@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useTrainingStore } from '../../stores/useTrainingStore';
 import { ConnectorEditor } from './ConnectorEditor';
+import { SecretStoreLabel } from './SecretStoreLabel';
 
 /** Where the job runs: the built-in local connector or a configured cluster; test the connection in place. */
 export function ConnectorPicker() {
@@ -39,6 +40,7 @@ export function ConnectorPicker() {
           {probe.message}
         </p>
       ) : null}
+      <SecretStoreLabel />
       {editing ? <ConnectorEditor onDone={() => setEditing(false)} /> : null}
     </div>
   );
