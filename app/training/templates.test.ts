@@ -8,6 +8,7 @@ import { templateToJobSpec } from './jobSpec';
 import { MetricSeries, MetricStreamParser } from './metrics';
 import { msSwiftVsiPluginSource, mra, vsiReward } from './rewards';
 import { buildTemplate, TEMPLATES, TemplateParamsError, templateDefaults } from './templates';
+import type { TemplateOutput } from './types';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-templates-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -17,7 +18,7 @@ const required: Record<string, Record<string, unknown>> = {
   'pixel-reasoner-curiosity-rl': { trainver: '/data/pr/train.parquet', testver: '/data/pr/test.parquet' },
   'ms-swift-grpo-vsibench': { dataset: '/data/vsi/train.jsonl' },
   'deepeyes-grpo': {},
-  'loupe-tiny-finetune': { data: '/data/sft.jsonl' },
+  'loupe-tiny-finetune': {},
 };
 
 function bashSyntaxOk(script: string): string {
@@ -164,14 +165,13 @@ describe.skipIf(!py)('ms-swift VSI plugin (real Python) agrees with the TypeScri
 });
 
 describe('templates through the local connector', () => {
-  it('files travel as heredocs; the loupe-tiny placeholder command runs and its step lines parse', async () => {
+  it('files travel as heredocs; a template script runs and its step lines parse', async () => {
     const local = new LocalConnector({ root: path.join(tmp, 'jobs') });
-    const out = buildTemplate('loupe-tiny-finetune', {
-      data: '/data/sft.jsonl',
-      outputDir: path.join(tmp, 'out'),
-      epochs: 2,
-      command: 'for s in 1 2 3; do echo "step:$s - loss:0.$((9 - s)) - lr:$LOUPE_LR - epochs:$LOUPE_EPOCHS"; done; cat plug/a.txt',
-    });
+    const out: TemplateOutput = {
+      ...buildTemplate('loupe-tiny-finetune', {}),
+      script: 'for s in 1 2 3; do echo "step:$s - loss:0.$((9 - s)) - lr:$LOUPE_LR - epochs:$LOUPE_EPOCHS"; done; cat plug/a.txt\n',
+      env: { LOUPE_LR: '1e-4', LOUPE_EPOCHS: '2' },
+    };
     out.files.push({ path: 'plug/a.txt', content: "line with 'quotes' and $NOT_EXPANDED\n" });
     const spec = templateToJobSpec(out, { name: 'tiny', kind: 'local', cwd: tmp });
     const { id } = await local.submit(spec);
@@ -186,4 +186,89 @@ describe('templates through the local connector', () => {
     expect(text).toContain("line with 'quotes' and $NOT_EXPANDED");
     expect(() => templateToJobSpec({ ...out, files: [{ path: '../x', content: '' }] }, { name: 'x', kind: 'local' })).toThrow(/must be relative/);
   });
+});
+
+const REPO = path.resolve(__dirname, '..', '..');
+
+describe('loupe-tiny local fine-tune template', () => {
+  it('defaults are sized for a CPU demo and call the driver with the trainer flags', () => {
+    const out = buildTemplate('loupe-tiny-finetune', {});
+    expect(out.metrics).toEqual({ format: 'verl-console' });
+    expect(out.script).toContain('loupe_dir="${LOUPE_REPO:?');
+    expect(out.script).toContain('bash "$loupe_dir"/models/loupe-tiny/finetune.sh');
+    for (const a of ['--init "$loupe_dir"/models/loupe-tiny/model', '--out "$PWD/model"', '--seed 4000', '--scenes 24', '--work data', '--device cpu', '--max-steps 20', '--bs 4', '--lr 3e-4', '--val-every 10', '--log-every 1', '--export none']) {
+      expect(out.script).toContain(a);
+    }
+    expect(out.script).not.toContain('--minutes');
+    expect(out.script).not.toContain('--data');
+  });
+
+  it('prepared data replaces synth; absolute paths stay absolute; minutes, cuda and ONNX export', () => {
+    const out = buildTemplate('loupe-tiny-finetune', { dataDir: '/d/a, rel/b', baseModel: '/m/base', outputDir: 'out/ft', maxSteps: null, minutes: 1.5, device: 'cuda', exportOnnx: true });
+    expect(out.script).toContain('--data /d/a,"$loupe_dir"/rel/b');
+    expect(out.script).toContain('--init /m/base');
+    expect(out.script).toContain('--out "$loupe_dir"/out/ft');
+    expect(out.script).toContain('--minutes 1.5');
+    expect(out.script).toContain('--export fp32,q8');
+    expect(out.script).not.toMatch(/--seed|--scenes|--max-steps/);
+    expect(out.resources).toEqual({ cpus: 2, gpus: 1 });
+    expect(bashSyntaxOk(out.script)).toBe('ok');
+  });
+
+  it('names each bad parameter', () => {
+    const bad = (params: Record<string, unknown>): Array<{ path: string; message: string }> => {
+      try {
+        buildTemplate('loupe-tiny-finetune', params);
+      } catch (e) {
+        expect(e).toBeInstanceOf(TemplateParamsError);
+        return (e as TemplateParamsError).issues;
+      }
+      throw new Error('no error');
+    };
+    expect(bad({ maxSteps: null })).toEqual([{ path: 'maxSteps', message: 'give maxSteps or minutes (or both): the trainer needs a limit' }]);
+    expect(bad({ scenes: 0 })).toEqual([{ path: 'scenes', message: 'scenes must be > 0' }]);
+    expect(bad({ batchSize: 2.5 })).toEqual([{ path: 'batchSize', message: 'batchSize must be a whole number' }]);
+    expect(bad({ device: 'tpu' })[0]?.path).toBe('device');
+    expect(bad({ workDir: '../x' })[0]).toEqual({ path: 'workDir', message: 'a folder name: letters, digits, . _ -' });
+    expect(bad({ baseModel: '' })[0]).toEqual({ path: 'baseModel', message: 'must not be empty' });
+  });
+
+  // The real driver, through the local connector: bad inputs fail at once with a message that says what to fix.
+  const runJob = async (params: Record<string, unknown>, env: Record<string, string> = {}): Promise<{ state: string; text: string }> => {
+    const local = new LocalConnector({ root: path.join(tmp, 'jobs-tiny') });
+    const spec = templateToJobSpec(buildTemplate('loupe-tiny-finetune', params), { name: 'tiny-bad', kind: 'local', extraEnv: { LOUPE_REPO: REPO, ...env } });
+    const { id } = await local.submit(spec);
+    let text = '';
+    const res = await local.follow(id, { pollMs: 30, onText: (t) => (text += t) }).done;
+    return { state: res.status.state, text };
+  };
+
+  it('fails at once on a missing base model, a data folder without a manifest, or a Python without torch', async () => {
+    const missing = await runJob({ baseModel: path.join(tmp, 'no-such-model') });
+    expect(missing.state).toBe('failed');
+    expect(missing.text).toContain(`loupe-tiny: base model folder ${path.join(tmp, 'no-such-model')} does not exist`);
+    mkdirSync(path.join(tmp, 'model-no-weights'), { recursive: true });
+    writeFileSync(path.join(tmp, 'model-no-weights', 'config.json'), '{}');
+    const noWeights = await runJob({ baseModel: path.join(tmp, 'model-no-weights') });
+    // no weights: a fresh model of its config (said in the log); this folder also lacks a tokenizer, so it stops there
+    expect(noWeights.text).toMatch(/has no model\.safetensors, so training starts from a fresh \(random\) model/);
+    expect(noWeights.state).toBe('failed');
+    expect(noWeights.text).toMatch(/has no tokenizer\.json/);
+    const model = path.join(tmp, 'model-ok');
+    mkdirSync(model, { recursive: true });
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) writeFileSync(path.join(model, f), '{}');
+    const noData = await runJob({ baseModel: model, dataDir: tmp });
+    expect(noData.state).toBe('failed');
+    expect(noData.text).toContain(`loupe-tiny: prepared data folder ${tmp} has no manifest.jsonl`);
+    const noTorch = await runJob({ baseModel: model }, { LOUPE_PYTHON: '/bin/false' });
+    expect(noTorch.state).toBe('failed');
+    expect(noTorch.text).toContain('LOUPE_PYTHON=/bin/false cannot import torch: needs Python 3 with torch (pip install torch, or apt install python3-torch)');
+    expect(noTorch.text).not.toContain('[1/3]');
+    const noRepo = templateToJobSpec(buildTemplate('loupe-tiny-finetune', {}), { name: 'tiny-norepo', kind: 'local' });
+    const local = new LocalConnector({ root: path.join(tmp, 'jobs-tiny') });
+    const { id } = await local.submit({ ...noRepo, env: { ...noRepo.env, LOUPE_REPO: '' } });
+    let text = '';
+    expect((await local.follow(id, { pollMs: 30, onText: (t) => (text += t) }).done).status.state).toBe('failed');
+    expect(text).toContain('set LOUPE_REPO to a Loupe checkout');
+  }, 60_000);
 });

@@ -400,44 +400,87 @@ export const deepEyesTemplate: JobTemplate<typeof DeepEyesSchema> = {
 };
 
 // ───────────────────────── loupe-tiny local fine-tune ─────────────────────────
-export const LoupeTinySchema = z.object({
-  /** The trainer command; the lead points this at the real trainer. It reads the LOUPE_* variables. */
-  command: z.string().min(1).default('python3 models/loupe-tiny/train.py'),
-  /** SFT traces (JSONL from exportSftTraces). */
-  data: path,
-  outputDir: path.default('.workspace/models/loupe-tiny-ft'),
-  epochs: posInt('epochs').default(1),
-  lr: z.number().positive().default(1e-4),
-  batchSize: posInt('batchSize').default(8),
-  maxSteps: posInt('maxSteps').optional(),
-  seed: z.number().int().default(0),
-});
+const folderName = z.string().regex(/^[A-Za-z0-9._-]+$/, 'a folder name: letters, digits, . _ -');
+export const LoupeTinySchema = z
+  .object({
+    /** Model folder to start from (config.json, model.safetensors, tokenizer); relative paths are in the Loupe checkout. */
+    baseModel: path.default('models/loupe-tiny/model'),
+    /** Prepared data folder(s) (prepare.ts output: manifest.jsonl + images/), comma-separated; empty = synthesize. */
+    dataDir: z.string().optional(),
+    /** loupe-synth seed of the scenes to synthesize (when dataDir is empty). */
+    synthSeed: z.number({ error: 'synthSeed must be a number' }).int('synthSeed must be a whole number').min(0, 'synthSeed must be ≥ 0').default(4000),
+    /** How many scenes to synthesize and prepare (~1–2 s each on a laptop CPU). */
+    scenes: posInt('scenes').max(5000, 'scenes must be ≤ 5000 (prepare is ~1–2 s per scene on a CPU)').default(24),
+    /** Stop after this many optimizer steps (empty = no step limit; then give minutes). */
+    maxSteps: posInt('maxSteps').nullable().default(20),
+    /** Stop after this many minutes of training (empty = no time limit). */
+    minutes: z.number({ error: 'minutes must be a number' }).positive('minutes must be > 0').nullable().default(null),
+    batchSize: posInt('batchSize').default(4),
+    lr: z.number({ error: 'lr must be a number' }).positive('lr must be > 0').max(1, 'lr must be ≤ 1').default(3e-4),
+    device: z.enum(['cpu', 'cuda', 'auto']).default('cpu'),
+    /** Validation loss every K steps. */
+    valEvery: posInt('valEvery').default(10),
+    /** Where the fine-tuned model goes; empty = <job folder>/model (relative paths are in the Loupe checkout). */
+    outputDir: z.string().optional(),
+    /** Export ONNX (fp32 + q8, checked against PyTorch) so the Models page can load the result (needs transformers + onnx). */
+    exportOnnx: z.boolean().default(false),
+    /** Job-local scratch folder for the synthesized and prepared data. */
+    workDir: folderName.default('data'),
+  })
+  .superRefine((p, ctx) => {
+    if (p.maxSteps === null && p.minutes === null) ctx.addIssue({ code: 'custom', path: ['maxSteps'], message: 'give maxSteps or minutes (or both): the trainer needs a limit' });
+  });
+
+/** Driver of the three phases (synth → prepare → train), relative to the Loupe checkout. */
+export const LOUPE_TINY_DRIVER = 'models/loupe-tiny/finetune.sh';
 
 export const loupeTinyTemplate: JobTemplate<typeof LoupeTinySchema> = {
   id: 'loupe-tiny-finetune',
   title: 'loupe-tiny · local fine-tune',
-  description: 'Fine-tune the bundled tiny model on SFT traces exported from successful trajectories (CPU-friendly).',
-  source: 'Loupe (placeholder command until the trainer lands)',
+  description:
+    'Synthesize loupe-synth scenes, replay them through Loupe\'s agent loop into SFT data (prepare.ts), then fine-tune the bundled tiny model on them with models/loupe-tiny/train.py (plain torch; a few steps run on a laptop CPU).',
+  source: 'Loupe (models/loupe-tiny: finetune.sh → loupe synth, prepare.ts, train.py)',
   schema: LoupeTinySchema,
   build(p): TemplateOutput {
+    const out = p.outputDir?.trim() ? p.outputDir.trim() : null;
+    const data = p.dataDir?.trim() ? p.dataDir.split(',').map((s) => s.trim()).filter(Boolean).join(',') : null;
+    // Paths the user typed are meant in the Loupe checkout; the job itself runs in its own folder.
+    const inRepo = (x: string): string => (x.startsWith('/') ? q(x) : `"$loupe_dir"/${q(x)}`);
+    const args: string[] = [
+      `--init ${inRepo(p.baseModel)}`,
+      `--out ${out ? inRepo(out) : '"$PWD/model"'}`,
+      ...(data ? [`--data ${data.split(',').map(inRepo).join(',')}`] : [`--seed ${p.synthSeed}`, `--scenes ${p.scenes}`, `--work ${q(p.workDir)}`]),
+      `--device ${p.device}`,
+      ...(p.maxSteps !== null ? [`--max-steps ${p.maxSteps}`] : []),
+      ...(p.minutes !== null ? [`--minutes ${num(p.minutes)}`] : []),
+      `--bs ${p.batchSize}`,
+      `--lr ${num(p.lr)}`,
+      `--val-every ${p.valEvery}`,
+      '--log-every 1',
+      `--export ${p.exportOnnx ? 'fp32,q8' : 'none'}`,
+    ];
+    const lines = [
+      'set -euo pipefail',
+      '# The Loupe checkout whose synth, prepare.ts and train.py run (Loupe sets LOUPE_REPO for local jobs).',
+      'loupe_dir="${LOUPE_REPO:?set LOUPE_REPO to a Loupe checkout on the machine that runs this job}"',
+      multiline(`bash "$loupe_dir"/${LOUPE_TINY_DRIVER}`, args),
+    ];
     return {
       templateId: this.id,
-      script: `set -euo pipefail\nmkdir -p "$LOUPE_OUT"\n${p.command}\n`,
-      env: {
-        LOUPE_DATA: p.data,
-        LOUPE_OUT: p.outputDir,
-        LOUPE_EPOCHS: String(p.epochs),
-        LOUPE_LR: num(p.lr),
-        LOUPE_BATCH: String(p.batchSize),
-        LOUPE_SEED: String(p.seed),
-        ...(p.maxSteps ? { LOUPE_MAX_STEPS: String(p.maxSteps) } : {}),
-        PYTHONUNBUFFERED: '1',
-      },
+      script: `${lines.join('\n')}\n`,
+      env: { PYTHONUNBUFFERED: '1' },
       files: [],
       services: [],
-      resources: { cpus: 2 },
+      resources: { cpus: 2, ...(p.device === 'cuda' ? { gpus: 1 } : {}) },
       metrics: { format: 'verl-console' },
-      notes: ['The trainer is expected to print one "step:N - loss:… - lr:…" line per step (verl console format).'],
+      notes: [
+        'Python: LOUPE_PYTHON if set, else the first of python3, /usr/bin/python3 that imports torch; without one the job fails at once.',
+        ...(data ? [] : [`Synthesizes ${p.scenes} scenes (seed ${p.synthSeed}) and prepares them in the job folder: about 1–2 s per scene on a laptop CPU.`]),
+        'Metrics: "step:N - train/loss:… - train/lr:…" every step and "val/loss", "val/seq_exact" at validation points (verl console format).',
+        p.exportOnnx
+          ? 'ONNX export (fp32 + q8, about 20 s more) needs transformers and onnx in that Python; without them the trainer skips it and says so (the PyTorch weights are still written).'
+          : 'No ONNX export: the result is PyTorch weights; tick exportOnnx to get a folder the Models page can load.',
+      ],
     };
   },
 };

@@ -4,6 +4,7 @@
  * per key wins), `training/connectors.json`, `training/secrets.enc.json` (AES-256-GCM; key in `.private/secret.key`,
  * mode 0600), `training/jobs/<local-id>/` (local connector).
  */
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -21,9 +22,10 @@ import {
   type TrainingMetricPoint,
   type trainingCalls,
 } from '../../../app/contract';
-import { createConnector, EncryptedFileSecretStore, isTerminal, type Connector, type JobStatus } from '../../../app/connectors';
+import { createConnector, isTerminal, type Connector, type JobStatus } from '../../../app/connectors';
+import { jobSecretEnv, redactJobText, submitWithSecrets } from './trainingSecrets';
 import { templateToJobSpec } from '../../../app/training/jobSpec';
-import { TEMPLATES, type MetricFormat, type MetricPoint } from '../../../app/training';
+import { LOUPE_TINY_DRIVER, TEMPLATES, type MetricFormat, type MetricPoint } from '../../../app/training';
 import { monitorJob, type MonitorHandle } from '../../../app/training/monitor';
 import type { JobTemplate, TemplateOutput } from '../../../app/training/types';
 import type { CoreContext } from '../context';
@@ -77,8 +79,17 @@ const DESCRIPTIONS: Record<string, string> = {
   lr: 'Learning rate',
   dataset: 'ms-swift JSONL (messages, videos, solution, question_type)',
   judgeHost: 'Where the judge runs, as seen from the training nodes',
-  command: 'Trainer command (reads the LOUPE_* variables)',
-  data: 'SFT traces (JSONL exported from successful trajectories)',
+  baseModel: 'Model folder to start from (config.json, model.safetensors, tokenizer); relative = in the Loupe checkout',
+  dataDir: 'Prepared data folder(s) from prepare.ts, comma-separated; empty = synthesize scenes',
+  synthSeed: 'loupe-synth seed of the scenes to make (when dataDir is empty)',
+  scenes: 'Scenes to synthesize and prepare (~1–2 s each on a CPU)',
+  maxSteps: 'Stop after this many steps (empty = no step limit)',
+  minutes: 'Stop after this many minutes of training (empty = no time limit)',
+  device: 'Where train.py runs (auto = cuda when available)',
+  valEvery: 'Validation loss every K steps',
+  outputDir: 'Where the fine-tuned model goes (empty = the job folder’s model/)',
+  exportOnnx: 'Also export ONNX (fp32 + q8) so the Models page can load it (needs transformers + onnx; ~20 s)',
+  workDir: 'Job-local folder for the synthesized and prepared data',
   script: 'Bash body, run as typed',
   metricsFormat: 'How to parse metric lines from the log',
 };
@@ -142,17 +153,51 @@ function fieldsOf(schema: Json, prefix = ''): TemplateField[] {
   return out;
 }
 
-function templateInfo(t: JobTemplate, root: string): TemplateInfo {
+// ───────────── loupe-tiny: is the local trainer usable here? ─────────────
+
+/** Python that imports torch, resolved as the driver does (LOUPE_PYTHON, else python3, /usr/bin/python3); checked once per core. */
+let torchPython: Promise<{ python: string; torch: string } | { python: null; tried: string[] }> | null = null;
+function findTorchPython(): Promise<{ python: string; torch: string } | { python: null; tried: string[] }> {
+  torchPython ??= (async () => {
+    const candidates = process.env['LOUPE_PYTHON'] ? [process.env['LOUPE_PYTHON']] : ['python3', '/usr/bin/python3'];
+    for (const py of candidates) {
+      const v = await new Promise<string | null>((resolve) => {
+        execFile(py, ['-c', 'import torch; print(torch.__version__)'], { timeout: 60_000 }, (err, stdout) => resolve(err ? null : stdout.trim()));
+      });
+      if (v) return { python: py, torch: v };
+    }
+    return { python: null, tried: candidates };
+  })();
+  return torchPython;
+}
+let loupeTinyState: { ok: boolean; notice: string } = { ok: false, notice: 'Checking for Python with torch…' };
+
+/** The loupe-tiny template is runnable when the driver and a train.py with the fine-tune flags exist and torch imports. */
+async function refreshLoupeTiny(root: string): Promise<void> {
+  const driver = path.join(root, LOUPE_TINY_DRIVER);
+  const trainer = path.join(root, 'models', 'loupe-tiny', 'train.py');
+  const src = await fs.promises.readFile(trainer, 'utf8').catch(() => null);
+  if (!fs.existsSync(driver) || src === null) {
+    loupeTinyState = { ok: false, notice: `The loupe-tiny trainer is not part of this build (${LOUPE_TINY_DRIVER} or models/loupe-tiny/train.py is missing): the job fails at once.` };
+    return;
+  }
+  if (!src.includes('--max-steps') || !src.includes('--init')) {
+    loupeTinyState = { ok: false, notice: 'models/loupe-tiny/train.py in this build predates the local fine-tune (no --init/--max-steps): the job would fail at the train phase.' };
+    return;
+  }
+  const py = await findTorchPython();
+  loupeTinyState = 'torch' in py
+    ? { ok: true, notice: `Runs here: synth → prepare → train on ${py.python} (torch ${py.torch}). CPU-sized defaults: a few minutes in all. LOUPE_PYTHON chooses another Python.` }
+    : { ok: false, notice: `needs Python 3 with torch (pip install torch, or apt install python3-torch): none of ${py.tried.join(', ')} imports torch, so the job fails at once. Set LOUPE_PYTHON to a Python that has it.` };
+}
+
+function templateInfo(t: JobTemplate): TemplateInfo {
   const js = z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Json;
   let available = true;
   let notice: string | undefined;
   if (t.id === 'loupe-tiny-finetune') {
-    // models/loupe-tiny/train.py exists, but it is the GPU SFT script (prepared data, torch + transformers),
-    // not yet a local fine-tune this form can drive: keep the template marked unavailable until it is.
-    available = false;
-    notice = fs.existsSync(path.join(root, 'models', 'loupe-tiny', 'train.py'))
-      ? 'The local loupe-tiny fine-tune is not wired to this form yet: models/loupe-tiny/train.py is the GPU SFT script (it needs prepared data, torch and transformers; see models/loupe-tiny/README.md). Point "command" at your own trainer (it reads the LOUPE_* variables and should print "step:N - loss:…" lines).'
-      : 'The loupe-tiny trainer (models/loupe-tiny/train.py) is not part of this build yet: the default command fails at once. Point "command" at your own trainer (it reads the LOUPE_* variables and should print "step:N - loss:…" lines) or wait for the trainer to land.';
+    available = loupeTinyState.ok;
+    notice = loupeTinyState.notice;
   } else if (t.id === 'custom-script') {
     notice = 'Runs your script as typed. The default script is synthetic: it prints made-up verl-format metrics and trains nothing.';
   } else {
@@ -217,7 +262,7 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
   const jobsFile = path.join(dir, 'jobs.jsonl');
   const connFile = path.join(dir, 'connectors.json');
   const root = repoRoot();
-  const secrets = new EncryptedFileSecretStore({ file: path.join(dir, 'secrets.enc.json'), keyFile: path.join(ctx.workspace, '.private', 'secret.key') });
+  const secrets = ctx.secrets; // OS keychain (Electron) or the AES-GCM file: chosen in the composition root
   const localConfig = { kind: 'local' as const, name: 'local', root: path.join(dir, 'jobs') };
 
   const connectors = new Map<string, Promise<Connector>>();
@@ -265,7 +310,8 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
     const have = new Set(names);
     const infos: ConnectorInfo[] = [{ name: 'local', kind: 'local', summary: `this machine → ${path.relative(ctx.workspace, localConfig.root)}/ in the workspace`, config: null, missingSecrets: [] }];
     for (const c of await readConfigs()) infos.push({ name: c.name, kind: c.kind, summary: summary(c), config: c, missingSecrets: secretRefs(c).filter((s) => !have.has(s)) });
-    return { connectors: infos, secrets: names };
+    const { kind, label, note } = ctx.secretStore;
+    return { connectors: infos, secrets: names, secretStore: { kind, label, ...(note ? { note } : {}) } };
   };
 
   const dropConnector = async (name: string): Promise<void> => {
@@ -288,6 +334,8 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
     }
     return c;
   };
+  /** Local loupe-tiny jobs run this checkout's synth, prepare.ts and train.py. */
+  const loupeEnv = (templateId: string, kind: Connector['kind']): { extraEnv?: Record<string, string> } => (templateId === 'loupe-tiny-finetune' && kind === 'local' ? { extraEnv: { LOUPE_REPO: root } } : {});
   const kindOf = async (name: string): Promise<Connector['kind']> => {
     if (name === 'local') return 'local';
     const cfg = (await readConfigs()).find((x) => x.name === name);
@@ -368,6 +416,7 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
       return w;
     }
     const key = job.key;
+    const hide = await jobSecretEnv(secrets, job.secretEnv); // a job that printed its secrets: masked in the UI
     let chain: Promise<void> = Promise.resolve();
     const serial = (fn: () => Promise<void>): void => {
       chain = chain.then(fn).catch(() => undefined);
@@ -375,7 +424,8 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
     const h = monitorJob(conn, job.id, {
       format: job.metricsFormat as MetricFormat,
       pollMs: 500,
-      onText: (text, nextOffset) => {
+      onText: (raw, nextOffset) => {
+        const text = redactJobText(raw, hide);
         const offset = w.offset;
         w.offset = nextOffset;
         w.log += text;
@@ -407,13 +457,16 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
   };
 
   return {
-    'training:templates': () => ({ templates: ALL_TEMPLATES.map((t) => templateInfo(t, root)) }),
+    'training:templates': async () => {
+      await refreshLoupeTiny(root);
+      return { templates: ALL_TEMPLATES.map((t) => templateInfo(t)) };
+    },
 
     'training:render': async ({ templateId, params, connector }) => {
       const r = build(templateId, params);
       if (!r.ok) return { ok: false, issues: r.issues };
       const kind = await kindOf(connector);
-      const spec = templateToJobSpec(r.out, { name: 'preview', kind });
+      const spec = templateToJobSpec(r.out, { name: 'preview', kind, ...loupeEnv(templateId, kind) });
       const job: RenderedJob = {
         templateId: r.out.templateId,
         script: spec.script,
@@ -462,14 +515,14 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
       return listConnectors();
     },
 
-    'training:submit': async ({ templateId, params, connector, name }) => {
+    'training:submit': async ({ templateId, params, connector, name, secretEnv }) => {
       const t = findTemplate(templateId);
       const r = build(templateId, params);
       if (!r.ok) throw new Error(`parameters: ${r.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
       const conn = await getConnector(connector);
       const jobName = name ?? templateId;
-      const spec = templateToJobSpec(r.out, { name: jobName, kind: conn.kind });
-      const res = await conn.submit(spec);
+      const spec = templateToJobSpec(r.out, { name: jobName, kind: conn.kind, ...loupeEnv(templateId, conn.kind) });
+      const res = await submitWithSecrets(conn, spec, secrets, secretEnv);
       const job: TrainingJob = {
         key: `${connector}/${res.id}`,
         id: res.id,
@@ -484,6 +537,7 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
         rawState: 'submitted',
         submittedAt: new Date().toISOString(),
         checkpoints: [],
+        ...(secretEnv && Object.keys(secretEnv).length ? { secretEnv } : {}),
       };
       await saveJob(job);
       await watch(job);

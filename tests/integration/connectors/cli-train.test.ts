@@ -47,11 +47,14 @@ describe('loupe train', () => {
     expect(none.err).toMatch(/no metric lines found/);
   });
 
-  it('submit --local --follow runs the loupe-tiny placeholder and prints the last metric values', async () => {
-    const r = await run(['submit', 'loupe-tiny-finetune', '--local', path.join(tmp, 'jobs'), '--set', 'data=/x', '--set', 'command=echo "step:1 - loss:0.125"', '--follow', '--secrets', path.join(tmp, 's0.json'), '--key-file', path.join(tmp, 'k0')]);
-    expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^local-\d+-[0-9a-f]{8}\nstep:1 - loss:0.125\n$/);
-    expect(r.err).toContain('loss @1 = 0.125');
+  it('submit --local --follow runs the loupe-tiny driver and reports its failure on a missing base model', async () => {
+    vi.stubEnv('LOUPE_REPO', path.resolve(__dirname, '../../..'));
+    const r = await run(['submit', 'loupe-tiny-finetune', '--local', path.join(tmp, 'jobs'), '--set', `baseModel=${path.join(tmp, 'no-model')}`, '--follow', '--secrets', path.join(tmp, 's0.json'), '--key-file', path.join(tmp, 'k0')]);
+    vi.unstubAllEnvs();
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/^local-\d+-[0-9a-f]{8}\n/);
+    expect(r.out).toContain(`loupe-tiny: base model folder ${path.join(tmp, 'no-model')} does not exist`);
+    expect(r.err).toMatch(/terminal: failed/);
     const unknown = await run(['status', 'local-0000000000000-00000000', '--local', path.join(tmp, 'jobs')]);
     expect(unknown.code).toBe(1);
     expect(unknown.err).toMatch(/no job record .* \[not-found\]/);

@@ -13,6 +13,8 @@ export function JobView() {
   const close = useTrainingStore((s) => s.closeJob);
   const prepareEval = useTrainingStore((s) => s.prepareEval);
   const evalCommand = useTrainingStore((s) => s.evalCommand);
+  const addToModels = useTrainingStore((s) => s.addCheckpointToModels);
+  const modelAdds = useTrainingStore((s) => s.modelAdds);
   if (!view) return null;
   return (
     <section className="card tr-jobview" data-testid="job-view" data-key={view.key}>
@@ -32,9 +34,19 @@ export function JobView() {
         <div className="tr-checkpoints" data-testid="checkpoints">
           <span className="tr-label">Checkpoints</span>
           {job.checkpoints.map((c) => (
-            <div key={c} className="tr-row tr-small">
-              <code className="tr-mono">{c}</code>
-              <button type="button" className="btn btn-sm" data-testid="prepare-eval" onClick={() => void prepareEval(c)}>Prepare eval command</button>
+            <div key={c} className="tr-checkpoint">
+              <div className="tr-row tr-small">
+                <code className="tr-mono">{c}</code>
+                <button type="button" className="btn btn-sm" data-testid="prepare-eval" onClick={() => void prepareEval(c)}>Prepare eval command</button>
+                {job.connectorKind === 'local' ? (
+                  <button type="button" className="btn btn-sm" data-testid="add-to-models" disabled={modelAdds[c]?.busy} title="Add this folder to the Models registry (needs its ONNX export)" onClick={() => void addToModels(c)}>
+                    Add to Models
+                  </button>
+                ) : null}
+              </div>
+              {modelAdds[c] && !modelAdds[c].busy ? (
+                <p className={`tr-small ${modelAdds[c].ok ? 'tr-ok' : 'tr-error'}`} data-testid="add-to-models-result" data-ok={String(modelAdds[c].ok)} style={{ whiteSpace: 'pre-wrap' }}>{modelAdds[c].message}</p>
+              ) : null}
             </div>
           ))}
           {evalCommand ? (
