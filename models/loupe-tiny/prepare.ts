@@ -8,11 +8,11 @@
  *   (QwenVLRuntime.encode: chat template, MAX_PIXELS resize, <|image_pad|> expansion).
  *
  * Output (DIR): manifest.jsonl — one line per trajectory: {qid, kind, ids, spans [[start,end)...] of assistant
- * tokens (loss), images [{file, grid}]}; images/<tag>-<n>.jpg — each prepared image at the exact size the engine
- * feeds the vision tower (recovered from pixel_values, then JPEG q85 to fit the GPU machine's transfer limit).
+ * tokens (loss), images [{file, grid}]}; images/<tag>-<n>.png — each prepared image at the exact size the engine
+ * feeds the vision tower (recovered from pixel_values; --jpeg stores JPEG q85 instead, smaller for a transfer).
  *
  *   node --import tsx models/loupe-tiny/prepare.ts --data DIR1,DIR2,... --out DIR --tokenizer MODEL_DIR [--max-pixels N] [--recover-every K]
- *        [--notool --image-ref DIR,...]
+ *        [--notool-fraction F] [--notool --image-ref DIR,...] [--jpeg]
  */
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
@@ -23,6 +23,7 @@ import { synthTrajectories } from '../../app/bench/loupe-synth/trajectories';
 import type { SynthSample } from '../../app/bench/loupe-synth/generate';
 import type { ChatMessage } from '../../app/engines/types';
 import { getDialect } from '../../app/protocol';
+import { fromPlainJson, pyJsonDumps } from '../../app/pycompat/json';
 import { Workspace } from '../../app/workspace';
 import { SharpImageOps } from '../../native/image/sharpImageOps';
 import { QwenVLRuntime } from '../../native/engine/qwenRuntime';
@@ -66,17 +67,69 @@ export function pixelsFromPatches(pv: Float32Array, grid: [number, number, numbe
   return { data: out, width: W, height: H };
 }
 
+export interface PrepareOptions {
+  /** loupe-synth benchmark folders (samples.jsonl + images/). */
+  dirs: string[];
+  outDir: string;
+  /** A model folder whose tokenizer, chat template and image processor are used (any loupe-tiny-compatible model). */
+  tokDir: string;
+  maxPixels?: number;
+  /** The recovery trajectory for every k-th image sample (default 3). */
+  recoverEvery?: number;
+  /** Only no-tool trajectories (the `notool` prompt, a direct boxed answer). */
+  notool?: boolean;
+  /** Also a no-tool trajectory for this fraction of samples (deterministic by index), next to the tool ones. */
+  notoolFraction?: number;
+  /** Reuse these manifests' original images (no new files) — for a --notool pass over already prepared scenes. */
+  imageRefDirs?: string[];
+  /** Also a grounding example per image scene (every ring/tag with its box, plain system prompt). */
+  ground?: boolean;
+  /** Encode every turn's prompt to check the loss spans (default: every 50th trajectory). */
+  checkSpans?: boolean;
+  /** Store images as JPEG q85 (smaller, lossy) instead of PNG (exact). */
+  jpeg?: boolean;
+  /** Progress lines (default: stderr). */
+  log?: (line: string) => void;
+}
+
+export interface PrepareResult {
+  trajectories: number;
+  skipped: number;
+  images: number;
+  maxPixels: number;
+}
+
 async function main(): Promise<void> {
-  const dirs = arg('--data').split(',');
-  const outDir = path.resolve(arg('--out'));
-  const tokDir = path.resolve(arg('--tokenizer'));
-  const maxPixels = Number(arg('--max-pixels', String(LOUPE_TINY_MAX_PIXELS)));
-  const recoverEvery = Number(arg('--recover-every', '3'));
+  const res = await prepareData({
+    dirs: arg('--data').split(','),
+    outDir: arg('--out'),
+    tokDir: arg('--tokenizer'),
+    maxPixels: Number(arg('--max-pixels', String(LOUPE_TINY_MAX_PIXELS))),
+    recoverEvery: Number(arg('--recover-every', '3')),
+    notool: process.argv.includes('--notool'),
+    notoolFraction: Number(arg('--notool-fraction', '0')),
+    imageRefDirs: process.argv.includes('--image-ref') ? arg('--image-ref').split(',') : [],
+    jpeg: process.argv.includes('--jpeg'),
+    checkSpans: process.argv.includes('--check-spans'),
+    ground: process.argv.includes('--ground'),
+  });
+  console.log(JSON.stringify(res));
+}
+
+/** SFT data for the samples of `dirs` (see the file comment). Video samples give `frames-zoom` trajectories. */
+export async function prepareData(o: PrepareOptions): Promise<PrepareResult> {
+  const dirs = o.dirs;
+  const outDir = path.resolve(o.outDir);
+  const tokDir = path.resolve(o.tokDir);
+  const maxPixels = o.maxPixels ?? LOUPE_TINY_MAX_PIXELS;
+  const recoverEvery = o.recoverEvery ?? 3;
+  const notoolFraction = o.notoolFraction ?? 0;
+  const log = o.log ?? ((l: string) => process.stderr.write(l + '\n'));
   const tag = path.basename(outDir);
-  // --notool: one no-tool trajectory per sample (the `notool` prompt, a direct boxed answer), so the model also has a
-  // without-tools mode to compare against; --image-ref DIR,...: reuse those manifests' original images (no new files)
-  const notool = process.argv.includes('--notool');
-  const refDirs = process.argv.includes('--image-ref') ? arg('--image-ref').split(',') : [];
+  // notool: one no-tool trajectory per sample (the `notool` prompt, a direct boxed answer), so the model also has a
+  // without-tools mode to compare against; imageRefDirs: reuse those manifests' original images (no new files)
+  const notool = o.notool ?? false;
+  const refDirs = o.imageRefDirs ?? [];
   const imageRef = refDirs.length ? new Map<string, { file: string; grid: number[] }>() : null;
   for (const rd of refDirs) {
     for (const l of (await fsp.readFile(path.join(rd, 'manifest.jsonl'), 'utf8')).split('\n').filter(Boolean)) {
@@ -92,6 +145,7 @@ async function main(): Promise<void> {
   const imEnd = rt.tokenizer.encode('<|im_end|>', { add_special_tokens: false }) as number[];
   if (imEnd.length !== 1) throw new Error('prepare: <|im_end|> is not one token');
   const IM_END = imEnd[0]!;
+  const ASSISTANT = rt.tokenizer.encode('<|im_start|>assistant\n', { add_special_tokens: false }) as number[];
   const dialect = getDialect('pixel-reasoner');
   const imageFiles = new Map<string, string>();
   const lines: string[] = [];
@@ -100,28 +154,38 @@ async function main(): Promise<void> {
   for (const d of dirs) {
     const samples = (await fsp.readFile(path.join(d, 'samples.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as SynthSample);
     for (const s of samples) {
-      if (s.isVideo || !s.image) continue;
-      // every sample's zoom (or direct) trajectory; the recovery trajectory for every RECOVER_EVERY-th sample
-      // (images dominate the data's size: the GPU machine gets at most 64 MiB)
-      const trajs: Array<{ qid: string; kind: string; turns: string[] }> = notool
-        ? [{ qid: s.qid, kind: 'notool', turns: [`${s.target.label[0]?.toUpperCase()}${s.target.label.slice(1)} is small in the full image; my best reading is \\boxed{${s.answer}}.`] }]
+      const media = s.isVideo
+        ? s.frames?.length
+          ? { videoFrames: s.frames.map((f) => path.resolve(d, f)) }
+          : null
+        : s.image
+          ? { images: [path.resolve(d, s.image)] }
+          : null;
+      if (!media) continue;
+      const Label = `${s.target.label[0]?.toUpperCase()}${s.target.label.slice(1)}`;
+      const notoolTraj = { qid: s.qid, kind: 'notool', notool: true, turns: [`${Label} is small in the full ${s.isVideo ? 'video' : 'image'}; my best reading is \\boxed{${s.answer}}.`] };
+      // every sample's zoom (or direct) trajectory; the recovery trajectory for every recoverEvery-th sample;
+      // a no-tool trajectory for notoolFraction of the samples (or only that, with notool)
+      const trajs: Array<{ qid: string; kind: string; notool: boolean; turns: string[] }> = notool
+        ? [notoolTraj]
         : synthTrajectories(s, { mode: 'eval' })
             .filter((t) => t.kind !== 'recover' || s.index % recoverEvery === 0)
-            .map((t) => ({ qid: t.qid, kind: t.kind, turns: t.message_list.filter((m) => m.role === 'assistant').map((m) => m.content.map((c) => (c.type === 'text' ? c.text : '')).join('')) }));
+            .map((t) => ({ qid: t.qid, kind: t.kind, notool: false, turns: t.message_list.filter((m) => m.role === 'assistant').map((m) => m.content.map((c) => (c.type === 'text' ? c.text : '')).join('')) }));
+      if (!notool && notoolFraction > 0 && ((s.index * 0.6180339887) % 1) < notoolFraction) trajs.push(notoolTraj);
       for (const t of trajs) {
         const turns = t.turns;
         const engine = new ScriptedEngine(turns);
         const traj = await runEpisode({
           engine,
           dialect,
-          media: { images: [path.resolve(d, s.image)] },
+          media,
           question: s.question,
           imageOps: ops,
-          settings: { prompt: notool ? 'notool' : 'vcot', mode: 'eval', maxPixels },
+          settings: { prompt: t.notool ? 'notool' : 'vcot', mode: 'eval', maxPixels },
         });
         if (traj.stopReason !== 'answer' || engine.used !== turns.length) {
           skipped++;
-          console.error(`skip ${t.qid}/${t.kind}: stop ${traj.stopReason}, used ${engine.used}/${turns.length} ${traj.error ?? ''}`);
+          log(`skip ${t.qid}/${t.kind}: stop ${traj.stopReason}, used ${engine.used}/${turns.length} ${traj.error ?? ''}`);
           continue;
         }
         const reqs = engine.requests.map((r): WireGenerateRequest => ({
@@ -141,14 +205,24 @@ async function main(): Promise<void> {
         };
         const enc = await rt.encode(full);
         const ids = [...enc.ids, IM_END];
+        // Loss spans: each assistant turn (after "<|im_start|>assistant\n") through its <|im_end|>. Found in the full
+        // conversation's ids; with checkSpans (and for every 50th trajectory) each turn's own prompt is encoded too and
+        // must be a token prefix of the conversation ending exactly where its span starts.
         const spans: Array<[number, number]> = [];
-        for (const r of reqs) {
-          const p = (await rt.encode(r)).ids;
-          for (let i = 0; i < p.length; i++) if (p[i] !== ids[i]) throw new Error(`prepare: ${t.qid}/${t.kind}: turn prompt is not a prefix of the full conversation at token ${i}`);
-          let e = p.length;
+        for (let i = 0; i + ASSISTANT.length <= ids.length; i++) {
+          if (!ASSISTANT.every((v, j) => ids[i + j] === v)) continue;
+          let e = i + ASSISTANT.length;
           while (e < ids.length && ids[e] !== IM_END) e++;
           if (e >= ids.length) throw new Error(`prepare: ${t.qid}/${t.kind}: no <|im_end|> after an assistant turn`);
-          spans.push([p.length, e + 1]);
+          spans.push([i + ASSISTANT.length, e + 1]);
+        }
+        if (spans.length !== reqs.length) throw new Error(`prepare: ${t.qid}/${t.kind}: ${spans.length} assistant spans for ${reqs.length} turns`);
+        if (o.checkSpans || n % 50 === 0) {
+          for (const [k, r] of reqs.entries()) {
+            const p = (await rt.encode(r)).ids;
+            for (let i = 0; i < p.length; i++) if (p[i] !== ids[i]) throw new Error(`prepare: ${t.qid}/${t.kind}: turn prompt is not a prefix of the full conversation at token ${i}`);
+            if (p.length !== spans[k]![0]) throw new Error(`prepare: ${t.qid}/${t.kind}: turn ${k} prompt ends at ${p.length}, its span starts at ${spans[k]![0]}`);
+          }
         }
         const images: Array<{ file: string; grid: [number, number, number] }> = [];
         for (const im of enc.images) {
@@ -161,26 +235,55 @@ async function main(): Promise<void> {
           }
           let file = imageFiles.get(im.key);
           if (!file) {
-            file = `${tag}-${imageFiles.size}.jpg`;
+            file = `${tag}-${imageFiles.size}.${o.jpeg ? 'jpg' : 'png'}`;
             const px = pixelsFromPatches(im.pixelValues.data as Float32Array, im.grid);
-            await sharp(Buffer.from(px.data), { raw: { width: px.width, height: px.height, channels: 3 } }).jpeg({ quality: 85 }).toFile(path.join(outDir, 'images', file));
+            const img = sharp(Buffer.from(px.data), { raw: { width: px.width, height: px.height, channels: 3 } });
+            await (o.jpeg ? img.jpeg({ quality: 85 }) : img.png({ compressionLevel: 3 })).toFile(path.join(outDir, 'images', file));
             imageFiles.set(im.key, file);
           }
           images.push({ file, grid: im.grid });
         }
         lines.push(JSON.stringify({ qid: t.qid, kind: t.kind, category: s.category, answer: s.answer, ids, spans, images }));
         n++;
+        if (o.ground && !s.isVideo && (t.kind === 'zoom' || t.kind === 'direct')) {
+          // Grounding: the same global view, "find every ring/tag", every object's box (target and look-alikes) in
+          // reading order — four times the localization signal of the crop call, conditioned on the colour words.
+          const img = reqs[0]!.messages.flatMap((m) => m.content).find((c) => c.type === 'image');
+          if (img) {
+            const noun = s.category === 'ring-digits' ? 'ring' : s.category === 'tag-letter' ? 'tag' : s.category === 'box-dots' ? 'box' : 'tag';
+            const objs = [s.target, ...s.decoys].sort((a, b) => a.norm[1] + a.norm[3] - (b.norm[1] + b.norm[3]) || a.norm[0] - b.norm[0]);
+            const r3 = (v: number): number => Math.min(0.999, Math.max(0, Math.round(v * 1000) / 1000));
+            const text = objs.map((b) => `${b.label}: ${pyJsonDumps(fromPlainJson(b.norm.map(r3)))}`).join('\n');
+            const gmsgs: ChatMessage[] = [
+              { role: 'system', content: [{ type: 'text', text: 'You are a helpful assistant.' }] },
+              { role: 'user', content: [img, { type: 'text', text: `Find every ${noun} in the image and give its bounding box (normalized x1, y1, x2, y2).` }] },
+              { role: 'assistant', content: [{ type: 'text', text }] },
+            ];
+            const genc = await rt.encode({ ...reqs[0]!, messages: gmsgs });
+            const gids = [...genc.ids, IM_END];
+            let st = -1;
+            for (let i = gids.length - 1; i >= 0 && st < 0; i--) if (ASSISTANT.every((v, j) => gids[i + j] === v)) st = i + ASSISTANT.length;
+            const g0 = genc.images[0];
+            const file = g0 ? imageFiles.get(g0.key) : undefined;
+            if (st > 0 && g0 && file) {
+              lines.push(JSON.stringify({ qid: t.qid, kind: 'ground', category: s.category, answer: s.answer, ids: gids, spans: [[st, gids.length]], images: [{ file, grid: g0.grid }] }));
+              n++;
+            }
+          }
+        }
       }
     }
-    process.stderr.write(`${d}: ${n} trajectories so far, ${imageFiles.size} images\n`);
+    log(`${d}: ${n} trajectories so far, ${imageFiles.size} images`);
   }
   await fsp.writeFile(path.join(outDir, 'manifest.jsonl'), lines.join('\n') + '\n');
   await fsp.rm(tmp, { recursive: true, force: true });
   await rt.dispose?.();
-  console.log(JSON.stringify({ trajectories: n, skipped, images: imageFiles.size, maxPixels }));
+  return { trajectories: n, skipped, images: imageFiles.size, maxPixels };
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
+// run as a script (not when imported, nor from a bundle that includes this module)
+const self = new URL(import.meta.url).pathname;
+if (self.endsWith('prepare.ts') && process.argv[1] && path.resolve(process.argv[1]) === path.resolve(self)) {
   main().catch((e: unknown) => {
     console.error(e);
     process.exit(1);

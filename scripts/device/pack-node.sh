@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Node for a machine that has none (the GPU machine): this machine's node binary, esbuild bundles of the scripts
+# the GPU runs need, and only the native packages they load (sharp + libvips, onnxruntime-node's Linux x64 build),
+# packed as one .tar.xz. The GPU machine unpacks it and runs `node-pack/node node-pack/datagen.mjs …`.
+#   bash scripts/device/pack-node.sh OUT.tar.xz
+set -euo pipefail
+out=$(realpath -m "${1:?usage: pack-node.sh OUT.tar.xz}")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+p="$tmp/node-pack"
+mkdir -p "$p/node_modules/@img"
+node_bin=$(readlink -f "$(command -v node)")
+# debug info is a seventh of the binary and useless there
+strip -o "$p/node" "$node_bin" 2>/dev/null || cp "$node_bin" "$p/node"
+banner="import { createRequire as __cr } from 'module'; const require = __cr(import.meta.url);"
+for entry in scripts/device/datagen.ts scripts/device/engine-bench.ts; do
+  [ -f "$entry" ] || continue
+  npx esbuild "$entry" --bundle --platform=node --format=esm --log-level=warning \
+    --external:onnxruntime-node --external:sharp --banner:js="$banner" --outfile="$p/$(basename "${entry%.ts}").mjs"
+done
+cp -r node_modules/sharp node_modules/detect-libc node_modules/semver "$p/node_modules/"
+cp -r node_modules/@img/colour node_modules/@img/sharp-linux-x64 node_modules/@img/sharp-libvips-linux-x64 "$p/node_modules/@img/"
+for m in onnxruntime-common; do cp -r "node_modules/$m" "$p/node_modules/"; done
+ort="$p/node_modules/onnxruntime-node"
+mkdir -p "$ort/bin/napi-v6/linux"
+cp node_modules/onnxruntime-node/package.json "$ort/"
+cp -r node_modules/onnxruntime-node/dist "$ort/"
+cp -r node_modules/onnxruntime-node/bin/napi-v6/linux/x64 "$ort/bin/napi-v6/linux/"
+XZ_OPT=-9 tar -C "$tmp" -cJf "$out" node-pack
+ls -la "$out"
