@@ -5,8 +5,12 @@
   make_tiny_qwen25vl.py --from HF_DIR OUT_DIR   convert a real Qwen2.5-VL / PixelReasoner checkpoint folder
   make_tiny_qwen25vl.py --random-config 3b OUT_DIR --check
                                                 random weights at Qwen2.5-VL-3B size: checks the converter (ONNX vs PyTorch)
+  make_tiny_qwen25vl.py --random-config 0.5b OUT_DIR
+                                                random weights, ~0.5 B params (Qwen2.5-0.5B text dims, real 151,936 vocab,
+                                                a 4-block vision tower) with the tiny model's tokenizer: a real-size bench model
 
-Options: --dtypes fp32,q8 (which ONNX files to write; q8 = dynamic int8 as transformers.js' `_quantized`),
+Options: --dtypes fp32,q8,fp16 (which ONNX files to write; q8 = dynamic int8 as transformers.js' `_quantized`;
+         fp16 = `*_fp16.onnx`, weights/activations/KV cache fp16, pixel_values in and logits out stay fp32),
          --check (compare ONNX logits with PyTorch on a one-image and a three-image prompt; prints max |diff|),
          --bench-gpu (PyTorch `generate` prefill/decode tok/s on CUDA, bf16), --seed N, --json REPORT.json.
 
@@ -112,6 +116,7 @@ def synthetic_images():
 # ---------------------------------------------------------------------------------------------------------------------
 # export-friendly re-statements of the HF forward (same weights; every shape is derived from tensors so ONNX stays dynamic)
 rot = lambda x: torch.cat([-x[..., x.shape[-1] // 2:], x[..., :x.shape[-1] // 2]], -1)
+as_dt = lambda t, dt: t if t.dtype == dt else t.to(dt)  # a cast only where an fp16 export needs one: fp32 graphs stay as they were
 
 
 class Wrap(nn.Module):  # owns the HF model as a submodule so its weights become ONNX initializers
@@ -147,9 +152,11 @@ class Vision(Wrap):
         inv = vis.rotary_pos_emb.inv_freq
         f = torch.cat([(hb * m + j // m % m)[:, None].float() * inv, (wb * m + j % m)[:, None].float() * inv], -1)
         emb = torch.cat([f, f], -1)
-        cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+        dt = vis.patch_embed.proj.weight.dtype  # fp16 export: rotary and masks in fp32, then cast (no-ops in fp32)
+        cos, sin = as_dt(emb.cos()[:, None], dt), as_dt(emb.sin()[:, None], dt)
         win = (fr * 100000 + hb // ws) * 100000 + wb // ws  # Qwen2.5-VL window attention == a block mask by window id
-        masks = [torch.where(win[:, None] == win[None], 0.0, NEG), torch.where(fr[:, None] == fr[None], 0.0, NEG)]
+        neg = NEG if dt == torch.float32 else float(torch.finfo(dt).min)
+        masks = [as_dt(torch.where(win[:, None] == win[None], 0.0, neg), dt), as_dt(torch.where(fr[:, None] == fr[None], 0.0, neg), dt)]
         x = vis.patch_embed(pixel_values)
         n = x.shape[0]
         for b, blk in enumerate(vis.blocks):
@@ -180,9 +187,10 @@ class Decoder(Wrap):
         fr = torch.cat([c[i % 3] for i, c in enumerate(fr.split(list(re.mrope_section), -1))], -1)
         scale = float(getattr(re, "attention_scaling", 1.0))
         emb = torch.cat([fr, fr], -1)
-        cos, sin = (emb.cos() * scale)[:, None], (emb.sin() * scale)[:, None]
+        dt = inputs_embeds.dtype  # fp16 export: positions and rotary in fp32, then cast (no-ops in fp32)
+        cos, sin = as_dt((emb.cos() * scale)[:, None], dt), as_dt((emb.sin() * scale)[:, None], dt)
         ok = (torch.arange(P + S)[None] <= torch.arange(S)[:, None] + P)[None, None] & (attention_mask[:, None, None] > 0)
-        bias = torch.where(ok, 0.0, NEG)
+        bias = as_dt(torch.where(ok, 0.0, NEG if dt == torch.float32 else float(torch.finfo(dt).min)), dt)
         x = inputs_embeds
         present = []
         for i, L in enumerate(lm.layers):
@@ -199,7 +207,7 @@ class Decoder(Wrap):
             x = x + L.mlp(L.post_attention_layernorm(x))
         idx = torch.arange(x.shape[1])  # traced as a dynamic range; python ints here would freeze the length
         keep = (idx >= idx[-1] + 1 - num_logits_to_keep) | (num_logits_to_keep <= 0)
-        return (self.m.lm_head(lm.norm(x[:, keep])), *present)
+        return (as_dt(self.m.lm_head(lm.norm(x[:, keep])), torch.float32), *present)  # logits stay fp32 in an fp16 export
 
 
 def text_dims(cfg):
@@ -225,7 +233,6 @@ def export_onnx(model, out, dtypes, log):
     cfg = model.config
     NL, KVH, HD, HID = text_dims(cfg)
     os.makedirs(f"{out}/onnx", exist_ok=True)
-    E, V, D = Embed(model).eval(), Vision(model).eval(), Decoder(model, HD).eval()
     kin = [f"past_key_values.{i}.{t}" for i in range(NL) for t in ("key", "value")]
     kout = [n.replace("past_key_values", "present") for n in kin]
     ax_dec = {"inputs_embeds": {0: "batch_size", 1: "sequence_length"}, "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
@@ -233,36 +240,46 @@ def export_onnx(model, out, dtypes, log):
               **{n: {0: "batch_size", 2: "past_sequence_length"} for n in kin}, **{n: {0: "batch_size", 2: "total_sequence_length"} for n in kout}}
     rng = np.random.default_rng(1)
     sample_rgb = rng.integers(0, 255, (112, 84, 3)).astype(np.uint8)
-    jobs = [
-        ("embed_tokens", E, (torch.tensor([[1, 2, 3]]),), ["input_ids"], ["inputs_embeds"],
-         {"input_ids": {0: "batch_size", 1: "sequence_length"}, "inputs_embeds": {0: "batch_size", 1: "sequence_length"}}),
-        ("vision_encoder", V, patches_from_rgb(sample_rgb), ["pixel_values", "image_grid_thw"], ["image_features"],
-         {"pixel_values": {0: "num_patches"}, "image_grid_thw": {0: "num_images"}, "image_features": {0: "num_image_tokens"}}),
-        ("decoder_model_merged", D, (torch.randn(2, 3, HID), torch.ones(2, 5, dtype=torch.long), torch.arange(3).expand(3, 2, 3) + 2,
-                                     torch.tensor(2), *[torch.randn(2, KVH, 2, HD) for _ in kin]),
-         ["inputs_embeds", "attention_mask", "position_ids", "num_logits_to_keep", *kin], ["logits", *kout], ax_dec),
-    ]
+
+    def jobs(m, dt):
+        E, V, D = Embed(m).eval(), Vision(m).eval(), Decoder(m, HD).eval()
+        return [
+            ("embed_tokens", E, (torch.tensor([[1, 2, 3]]),), ["input_ids"], ["inputs_embeds"],
+             {"input_ids": {0: "batch_size", 1: "sequence_length"}, "inputs_embeds": {0: "batch_size", 1: "sequence_length"}}),
+            ("vision_encoder", V, patches_from_rgb(sample_rgb), ["pixel_values", "image_grid_thw"], ["image_features"],
+             {"pixel_values": {0: "num_patches"}, "image_grid_thw": {0: "num_images"}, "image_features": {0: "num_image_tokens"}}),
+            ("decoder_model_merged", D, (torch.randn(2, 3, HID).to(dt), torch.ones(2, 5, dtype=torch.long), torch.arange(3).expand(3, 2, 3) + 2,
+                                         torch.tensor(2), *[torch.randn(2, KVH, 2, HD).to(dt) for _ in kin]),
+             ["inputs_embeds", "attention_mask", "position_ids", "num_logits_to_keep", *kin], ["logits", *kout], ax_dec),
+        ]
+
     chunks = {}
-    for name, mod, args, ins, outs, axes in jobs:
-        t0 = time.time()
-        tmp = tempfile.mkdtemp(prefix=f"onnx-{name}-", dir=out)
-        with torch.no_grad():
-            torch.onnx.export(mod, args, f"{tmp}/{name}.onnx", input_names=ins, output_names=outs, dynamic_axes=axes,
-                              opset_version=18, dynamo=False)
-        m = onnx.load(f"{tmp}/{name}.onnx")  # loads any scattered external tensors
-        size = sum(t.ByteSize() for t in m.graph.initializer)
-        dst = f"{out}/onnx/{name}.onnx"
-        for p in (dst, dst + "_data"):
-            if os.path.exists(p):
-                os.remove(p)
-        if size > 1_800_000_000:  # protobuf's 2 GB limit: one external data file, named as transformers.js expects
-            onnx.save_model(m, dst, save_as_external_data=True, all_tensors_to_one_file=True, location=f"{name}.onnx_data", size_threshold=1024)
-            chunks[f"{name}.onnx"] = 1
-        else:
-            onnx.save_model(m, dst)
-        del m
-        shutil.rmtree(tmp, ignore_errors=True)
-        log(f"exported {name} ({size / 1e6:.1f} MB of weights) in {time.time() - t0:.1f}s")
+
+    def export_all(m, suffix, dt):
+        for name, mod, args, ins, outs, axes in jobs(m, dt):
+            t0 = time.time()
+            tmp = tempfile.mkdtemp(prefix=f"onnx-{name}{suffix}-", dir=out)
+            with torch.no_grad():
+                torch.onnx.export(mod, args, f"{tmp}/{name}.onnx", input_names=ins, output_names=outs, dynamic_axes=axes,
+                                  opset_version=18, dynamo=False)
+            om = onnx.load(f"{tmp}/{name}.onnx")  # loads any scattered external tensors
+            size = sum(t.ByteSize() for t in om.graph.initializer)
+            base = f"{name}{suffix}.onnx"
+            dst = f"{out}/onnx/{base}"
+            for p in (dst, dst + "_data"):
+                if os.path.exists(p):
+                    os.remove(p)
+            if size > 1_800_000_000:  # protobuf's 2 GB limit: one external data file, named as transformers.js expects
+                onnx.save_model(om, dst, save_as_external_data=True, all_tensors_to_one_file=True, location=f"{base}_data", size_threshold=1024)
+                chunks[base] = 1
+            else:
+                onnx.save_model(om, dst)
+            del om
+            shutil.rmtree(tmp, ignore_errors=True)
+            log(f"exported {name}{suffix} ({size / 1e6:.1f} MB of weights) in {time.time() - t0:.1f}s")
+
+    if dtypes & {"fp32", "q8"}:
+        export_all(model, "", torch.float32)
     if "q8" in dtypes:
         from onnxruntime.quantization import quantize_dynamic, QuantType
         logging.getLogger().setLevel(logging.WARNING)
@@ -273,15 +290,52 @@ def export_onnx(model, out, dtypes, log):
             # transformers.js' quantize.py convention: uint8 weights for the vision encoder (conv), int8 elsewhere
             quantize_dynamic(src, dst, weight_type=QuantType.QUInt8 if name == "vision_encoder" else QuantType.QInt8,
                              extra_options={"MatMulConstBOnly": True}, use_external_data_format=big)
-            if big:
-                chunks[f"{name}_quantized.onnx"] = 1
+            if big:  # quantize_dynamic names its data file `*.onnx.data`; transformers.js wants `*.onnx_data` (or none)
+                resave_onnx(dst, chunks)
             log(f"quantized {name} -> q8 in {time.time() - t0:.1f}s")
     if "fp32" not in dtypes:
         for name in ("embed_tokens", "vision_encoder", "decoder_model_merged"):
+            chunks.pop(f"{name}.onnx", None)
             for p in (f"{out}/onnx/{name}.onnx", f"{out}/onnx/{name}.onnx_data"):
                 if os.path.exists(p):
                     os.remove(p)
+    if "fp16" in dtypes:
+        if int(torch.__version__.split(".")[0]) < 2:
+            sys.exit(f"--dtypes fp16 needs torch >= 2 (half-precision matmul on CPU for the trace); this is torch {torch.__version__}")
+        half = half_copy(model)
+        export_all(half, "_fp16", torch.float16)
+        del half
     return chunks
+
+
+def resave_onnx(path, chunks):
+    """Re-writes an ONNX file (and its external data) as export_onnx writes them: one file under 1.8 GB, else one
+    `<file>_data` external data file, recorded in `chunks` for config.json's use_external_data_format."""
+    import onnx
+    d, base = os.path.dirname(path), os.path.basename(path)
+    locs = {e.value for t in onnx.load(path, load_external_data=False).graph.initializer for e in t.external_data if e.key == "location"}
+    m = onnx.load(path)  # with its external data, now inline
+    size = sum(t.ByteSize() for t in m.graph.initializer)
+    for f in locs | {f"{base}_data"}:
+        if os.path.exists(f"{d}/{f}"):
+            os.remove(f"{d}/{f}")
+    chunks.pop(base, None)
+    if size > 1_800_000_000:
+        onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location=f"{base}_data", size_threshold=1024)
+        chunks[base] = 1
+    else:
+        onnx.save_model(m, path)
+
+
+def half_copy(model):
+    """An fp16 copy of `model` on CPU whose rotary inverse frequencies stay fp32 (fp16 ones would put rope angles a
+    radian off by position ~1000); the wrappers compute cos/sin in fp32 and cast."""
+    inv = {n: b.detach().clone().float() for n, b in model.named_buffers() if n.endswith("inv_freq")}
+    half = copy.deepcopy(model).cpu().half().eval()
+    for n, b in inv.items():
+        mod = half.get_submodule(n.rsplit(".", 1)[0])
+        setattr(mod, n.rsplit(".", 1)[1], b)
+    return half
 
 
 def write_model_files(model, out, chunks, tokenizer_src=None):
@@ -531,11 +585,47 @@ def bench_gpu(model, images, encode, render, log, new_tokens=128):
     return r
 
 
+TINY_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tiny-random-qwen25vl")
+# the committed tiny tokenizer's special ids (models/tiny-random-qwen25vl/tokenizer.json)
+TINY_IDS = {"bos": 0, "eos": 2, "pad": 0, "image": 12, "video": 13, "vision_start": 9, "vision_end": 10}
+QWEN_IDS = {"bos": 151643, "eos": 151645, "pad": None, "image": 151655, "video": 151656, "vision_start": 151652, "vision_end": 151653}
+_VISION_QWEN25VL = dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, patch_size=14, spatial_merge_size=2,
+                        temporal_patch_size=2, window_size=112, fullatt_block_indexes=[7, 15, 23, 31], tokens_per_second=2, in_chans=3)
+# Hugging Face configs of Qwen2.5-VL-3B/7B-Instruct; "0.5b" = Qwen2.5-0.5B's text dims + a 4-block vision tower (~0.52 B)
+RANDOM_CONFIGS = {
+    "0.5b": dict(text=dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                           num_key_value_heads=2, max_position_embeddings=32768, mrope_section=[8, 12, 12]),
+                 vision=dict(_VISION_QWEN25VL, depth=4, hidden_size=640, intermediate_size=1708, num_heads=10, fullatt_block_indexes=[3]),
+                 tie=True),
+    "3b": dict(text=dict(vocab_size=151936, hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
+                         num_key_value_heads=2, max_position_embeddings=128000, mrope_section=[16, 24, 24]),
+               vision=_VISION_QWEN25VL, tie=True),
+    "7b": dict(text=dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+                         num_key_value_heads=4, max_position_embeddings=128000, mrope_section=[16, 24, 24]),
+               vision=_VISION_QWEN25VL, tie=False),
+}
+
+
+def random_config(name, ids=None):
+    """A Qwen2_5_VLConfig of preset `name` (RANDOM_CONFIGS); `ids` = special token ids (default Qwen's own)."""
+    from transformers import Qwen2_5_VLConfig
+    p, ids = RANDOM_CONFIGS[name], ids or QWEN_IDS
+    t = dict(p["text"])
+    mrope = t.pop("mrope_section")
+    extra = {} if ids["pad"] is None else {"pad_token_id": ids["pad"]}
+    return Qwen2_5_VLConfig(
+        text_config=dict(t, rms_norm_eps=1e-6, bos_token_id=ids["bos"], eos_token_id=ids["eos"], tie_word_embeddings=p["tie"], **extra,
+                         rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": mrope}),
+        vision_config=dict(p["vision"], out_hidden_size=t["hidden_size"]),
+        image_token_id=ids["image"], video_token_id=ids["video"], vision_start_token_id=ids["vision_start"],
+        vision_end_token_id=ids["vision_end"], tie_word_embeddings=p["tie"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--from", dest="src")
-    ap.add_argument("--random-config", choices=["3b", "7b"])
+    ap.add_argument("--random-config", choices=["0.5b", "3b", "7b"])
     ap.add_argument("--dtypes", default="fp32,q8")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--bench-gpu", action="store_true")
@@ -543,17 +633,18 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
     dtypes = set(a.dtypes.split(","))
-    bad = dtypes - {"fp32", "q8"}
+    bad = dtypes - {"fp32", "q8", "fp16"}
     if bad:
-        sys.exit(f"--dtypes: unsupported {sorted(bad)} (use fp32 and/or q8)")
+        sys.exit(f"--dtypes: unsupported {sorted(bad)} (use fp32, q8 and/or fp16)")
     log = lambda s: print(s, flush=True)
     report = {"torch": torch.__version__}
     import transformers
     report["transformers"] = transformers.__version__
     t0 = time.time()
     if a.src or a.random_config:
-        from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, AutoTokenizer
+        from transformers import Qwen2_5_VLForConditionalGeneration, AutoTokenizer
         os.makedirs(a.out, exist_ok=True)
+        tiny = False
         if a.src:
             for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
                 if not os.path.exists(f"{a.src}/{f}"):
@@ -568,15 +659,8 @@ def main():
             ref_model = model
         else:
             torch.manual_seed(a.seed)
-            # Qwen2.5-VL-3B-Instruct's config (HF hub), random weights
-            cfg = Qwen2_5_VLConfig(
-                text_config=dict(vocab_size=151936, hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
-                                 num_key_value_heads=2, max_position_embeddings=128000, rms_norm_eps=1e-6, bos_token_id=151643, eos_token_id=151645,
-                                 rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 24, 24]}, tie_word_embeddings=True),
-                vision_config=dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=2048, patch_size=14,
-                                   spatial_merge_size=2, temporal_patch_size=2, window_size=112, fullatt_block_indexes=[7, 15, 23, 31],
-                                   tokens_per_second=2, in_chans=3),
-                image_token_id=151655, video_token_id=151656, vision_start_token_id=151652, vision_end_token_id=151653, tie_word_embeddings=True)
+            tiny = a.random_config == "0.5b"  # the bench model speaks the committed tiny tokenizer (its ids are valid)
+            cfg = random_config(a.random_config, TINY_IDS if tiny else None)
             cfg._attn_implementation = "eager"
             t = time.time()
             with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
@@ -585,12 +669,20 @@ def main():
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
             log(f"random {a.random_config} model: {sum(p.numel() for p in model.parameters()) / 1e9:.2f} B params, built in {time.time() - t:.1f}s")
-            # a stand-in tokenizer: ids for text are arbitrary here; only the vision/image-pad ids must be right
-            encode = lambda s: _fake_encode(s, cfg)
+            if tiny:
+                from tokenizers import Tokenizer
+                tk = Tokenizer.from_file(f"{TINY_DIR}/tokenizer.json")
+                encode = lambda s: tk.encode(s).ids
+            else:
+                # a stand-in tokenizer: ids for text are arbitrary here; only the vision/image-pad ids must be right
+                encode = lambda s: _fake_encode(s, cfg)
             template = QWEN_VL_TEMPLATE
         t = time.time()
         chunks = export_onnx(model, a.out, dtypes, log)
-        write_model_files(model, a.out, chunks, tokenizer_src=a.src)
+        write_model_files(model, a.out, chunks, tokenizer_src=a.src or (TINY_DIR if tiny else None))
+        if tiny:
+            for f in synthetic_images():
+                shutil.copy(f"{TINY_DIR}/{f}", f"{a.out}/{f}")
         report["export_s"] = time.time() - t
         images = synthetic_images()
         if a.check:

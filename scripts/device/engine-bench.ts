@@ -1,0 +1,184 @@
+/**
+ * Loupe's own local engine (QwenVLRuntime, in-thread: the code the engine worker runs) on one model folder:
+ * load time, the device that actually ran (and the fallback reason), prefill and decode tokens/s (median of
+ * `--runs`), and the greedy tokens (to compare with PyTorch's first tokens from models/gpu_bench.py). JSON to stdout.
+ *
+ *   node --import tsx scripts/device/engine-bench.ts MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8]
+ *        [--new-tokens 128] [--runs 3] [--image FILE] [--text "Describe this image."] [--keep-eos]
+ *        [--bandwidth-gbs GB/s] [--json OUT.json]
+ *
+ * Runs under plain `node` from an esbuild bundle (for a machine without tsx):
+ *   npx esbuild scripts/device/engine-bench.ts --bundle --platform=node --format=esm \
+ *     --external:onnxruntime-node --external:sharp --outfile=/tmp/eb/engine-bench.mjs
+ *   node /tmp/eb/engine-bench.mjs MODEL_DIR --device webgpu --dtype fp16
+ * onnxruntime-node and sharp must resolve from the bundle's folder: a node_modules beside (or above) the .mjs
+ * (NODE_PATH does not apply to ESM imports).
+ *
+ * The prompt is one image + a short text, as gpu_bench.py's PyTorch `generate`; eos is ignored by default (as
+ * PyTorch's min_new_tokens) so every run decodes exactly `--new-tokens`.
+ */
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { QwenVLRuntime } from '../../native/engine/qwenRuntime';
+import type { EngineDevice, EngineDtype, GenerateRequest, GenerateResult } from '../../app/engines/types';
+import { DTYPE_SUFFIX } from '../../app/engines/local/modelFolder';
+
+interface Args {
+  modelDir: string;
+  device: EngineDevice;
+  dtype: EngineDtype;
+  newTokens: number;
+  runs: number;
+  image?: string;
+  text: string;
+  keepEos: boolean;
+  bandwidthGBs?: number;
+  json?: string;
+}
+
+const USAGE = 'usage: engine-bench MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8] [--new-tokens N] [--runs N] [--image FILE] [--text T] [--keep-eos] [--bandwidth-gbs X] [--json OUT]';
+
+function parseArgs(argv: string[]): Args {
+  const a: Partial<Args> = { device: 'cpu', dtype: 'fp32', newTokens: 128, runs: 3, text: 'Describe this image.', keepEos: false };
+  const rest: string[] = [];
+  const need = (i: number, flag: string): string => {
+    const v = argv[i + 1];
+    if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value\n${USAGE}`);
+    return v;
+  };
+  const posInt = (v: string, flag: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag}: expected a positive integer, got ${JSON.stringify(v)}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const f = argv[i]!;
+    switch (f) {
+      case '--device': {
+        const v = need(i++, f);
+        if (!['cpu', 'webgpu', 'cuda'].includes(v)) throw new Error(`--device: expected cpu, webgpu or cuda, got ${JSON.stringify(v)}`);
+        a.device = v as EngineDevice;
+        break;
+      }
+      case '--dtype': {
+        const v = need(i++, f);
+        if (!(v in DTYPE_SUFFIX)) throw new Error(`--dtype: expected one of ${Object.keys(DTYPE_SUFFIX).join(', ')}, got ${JSON.stringify(v)}`);
+        a.dtype = v as EngineDtype;
+        break;
+      }
+      case '--new-tokens': a.newTokens = posInt(need(i++, f), f); break;
+      case '--runs': a.runs = posInt(need(i++, f), f); break;
+      case '--image': a.image = need(i++, f); break;
+      case '--text': a.text = need(i++, f); break;
+      case '--keep-eos': a.keepEos = true; break;
+      case '--bandwidth-gbs': {
+        const n = Number(need(i++, f));
+        if (!(n > 0)) throw new Error(`--bandwidth-gbs: expected a positive number of GB/s`);
+        a.bandwidthGBs = n;
+        break;
+      }
+      case '--json': a.json = need(i++, f); break;
+      case '-h': case '--help': process.stdout.write(`${USAGE}\n`); process.exit(0); break;
+      default:
+        if (f.startsWith('--')) throw new Error(`unknown option ${f}\n${USAGE}`);
+        rest.push(f);
+    }
+  }
+  if (rest.length !== 1) throw new Error(`expected one MODEL_DIR, got ${rest.length}\n${USAGE}`);
+  return { ...(a as Args), modelDir: path.resolve(rest[0]!) };
+}
+
+/** Bytes of the decoder's ONNX file + external data for `dtype`: what one decode step reads (KV cache aside). */
+function decoderBytes(dir: string, dtype: EngineDtype): number | undefined {
+  const onnx = path.join(dir, 'onnx');
+  const base = `decoder_model_merged${DTYPE_SUFFIX[dtype]}.onnx`;
+  if (!existsSync(path.join(onnx, base))) return undefined;
+  return readdirSync(onnx).filter((f) => f === base || f.startsWith(`${base}_data`)).reduce((s, f) => s + statSync(path.join(onnx, f)).size, 0);
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const r1 = (x: number) => Math.round(x * 10) / 10;
+
+function ortVersion(): string | undefined {
+  try {
+    const req = createRequire(import.meta.url);
+    return (JSON.parse(readFileSync(req.resolve('onnxruntime-node/package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const image = path.resolve(args.image ?? path.join(args.modelDir, 'original.png'));
+  if (!existsSync(image)) throw new Error(`${image}: no such image (pass --image FILE; models made by make_tiny_qwen25vl.py --random-config 0.5b carry original.png)`);
+  const t0 = performance.now();
+  const rt = await QwenVLRuntime.load({ modelDir: args.modelDir, device: args.device, dtype: args.dtype, kvCache: false });
+  const loadS = (performance.now() - t0) / 1000;
+  if (!args.keepEos) {
+    // random weights may pick an eos id early; PyTorch's side uses min_new_tokens, so stop only at the length here.
+    // `eos` is the runtime's private stop-id set; clearing it is a bench-only reach-in.
+    (rt as unknown as { eos: Set<number> }).eos.clear();
+  }
+  const req: GenerateRequest = {
+    messages: [{ role: 'user', content: [{ type: 'image', image: { id: path.basename(image), width: 0, height: 0, path: image } }, { type: 'text', text: args.text }] }],
+    maxTokens: args.newTokens,
+    temperature: 0,
+    topP: 1,
+    topK: -1,
+    stop: [],
+  };
+  const results: GenerateResult[] = [];
+  try {
+    await rt.generate({ ...req, maxTokens: Math.min(4, args.newTokens) }); // warm-up: session first-run costs, image cache
+    for (let i = 0; i < args.runs; i++) results.push(await rt.generate(req));
+  } finally {
+    await rt.dispose();
+  }
+  const first = results[0]!;
+  const prefill = results.map((r) => r.promptTokens / ((r.prefillMs ?? NaN) / 1000));
+  const decode = results.map((r) => (r.completionTokens - 1) / ((r.decodeMs ?? NaN) / 1000));
+  const decTokS = median(decode);
+  const bytes = decoderBytes(args.modelDir, args.dtype);
+  const boundTokS = args.bandwidthGBs && bytes ? (args.bandwidthGBs * 1e9) / bytes : undefined;
+  const out = {
+    engine: 'loupe QwenVLRuntime (transformers.js + onnxruntime-node)',
+    model: args.modelDir,
+    dtype: args.dtype,
+    requested_device: args.device,
+    device: rt.info.device,
+    fallback_reason: rt.info.fallbackReason ?? null,
+    node: process.version,
+    onnxruntime_node: ortVersion() ?? null,
+    host: `${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}`,
+    load_s: Math.round(loadS * 100) / 100,
+    prompt_tokens: first.promptTokens,
+    new_tokens: first.completionTokens,
+    runs: results.length,
+    prefill_tok_s: r1(median(prefill)),
+    decode_tok_s: r1(decTokS),
+    prefill_tok_s_runs: prefill.map(r1),
+    decode_tok_s_runs: decode.map(r1),
+    decoder_weight_bytes: bytes ?? null,
+    // bound = measured bandwidth / bytes one decode step reads (the decoder's weights; KV cache and activations aside)
+    bandwidth_gbs: args.bandwidthGBs ?? null,
+    bound_tok_s: boundTokS ? r1(boundTokS) : null,
+    fraction_of_bound: boundTokS ? Math.round((1000 * decTokS) / boundTokS) / 1000 : null,
+    greedy_tokens: (first.tokens ?? []).slice(0, 32),
+    greedy_tokens_equal_across_runs: results.every((r) => JSON.stringify(r.tokens) === JSON.stringify(first.tokens)),
+  };
+  const text = JSON.stringify(out, null, 1);
+  process.stdout.write(`${text}\n`);
+  if (args.json) writeFileSync(args.json, `${text}\n`);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`engine-bench: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exitCode = 1;
+});
