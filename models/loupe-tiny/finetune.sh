@@ -103,7 +103,7 @@ if [ -z "$data" ] && [ ! -f "$init/onnx/embed_tokens.onnx" ]; then
   fi
 fi
 
-work=$(abspath "${work:-data}")
+work=$(abspath "${work:-${out%/}-data}")  # default: beside the output folder
 mkdir -p "$work" "$out"
 t0=$SECONDS
 
