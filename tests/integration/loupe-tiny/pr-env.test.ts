@@ -9,27 +9,14 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requirePython } from './python';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
-function findPython(modules: string[]): { python: string | null; tried: string[] } {
-  const candidates = [process.env.LOUPE_PYTHON, 'python3', '/usr/bin/python3'].filter((p): p is string => !!p);
-  const tried: string[] = [];
-  for (const py of candidates) {
-    const r = spawnSync(py, ['-c', `import ${modules.join(', ')}`], { encoding: 'utf8' });
-    if (r.status === 0) return { python: py, tried };
-    tried.push(`${py}: ${r.error ? r.error.message : (r.stderr || '').trim().split('\n').pop()}`);
-  }
-  return { python: null, tried };
-}
-
 describe('pr_env.py passes the golden vectors', () => {
   it('check_pr_env.py: every implemented suite passes, none fails', () => {
-    const { python, tried } = findPython(['numpy', 'PIL']);
-    if (!python) {
-      throw new Error(`no python3 with numpy and Pillow (set LOUPE_PYTHON, or apt-get install python3-numpy python3-pil); tried:\n${tried.join('\n')}`);
-    }
+    const python = requirePython(['numpy', 'PIL']);
     const r = spawnSync(python, ['models/loupe-tiny/check_pr_env.py', 'tests/fixtures/vectors/public.json'], { cwd: ROOT, encoding: 'utf8' });
     const out = `${r.stdout}\n${r.stderr}`;
     expect(r.status, out).toBe(0);

@@ -12,9 +12,10 @@
  *
  * Python: $LOUPE_PYTHON, then python3, then /usr/bin/python3 — the first that imports torch and numpy.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { findPython } from './python';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -43,23 +44,12 @@ interface CheckResult {
   hf?: Record<string, { state_dict_keys_equal: boolean; single_image: CaseA; multi_image: CaseA; padded_batch: Record<string, number> }>;
 }
 
-function findPython(): { python?: string; tried: string[] } {
-  const candidates = [process.env.LOUPE_PYTHON, 'python3', '/usr/bin/python3'].filter((p): p is string => !!p);
-  const tried: string[] = [];
-  for (const p of candidates) {
-    const r = spawnSync(p, ['-c', 'import torch, numpy; print(torch.__version__)'], { encoding: 'utf8', timeout: 60_000 });
-    tried.push(`${p}: ${r.error ? r.error.message : r.status === 0 ? `torch ${r.stdout.trim()}` : (r.stderr.trim().split('\n').pop() ?? `exit ${r.status}`)}`);
-    if (r.status === 0) return { python: p, tried };
-  }
-  return { tried };
-}
-
-let found: { python?: string; tried: string[] };
+let found: { python: string | null; tried: string[] };
 let result: CheckResult | undefined;
 let runError = '';
 
 beforeAll(async () => {
-  found = findPython();
+  found = findPython(['torch', 'numpy']);
   if (!found.python) return;
   const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>((resolve) => {
     execFile(found.python!, [CHECK], { cwd: ROOT, timeout: 240_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
@@ -80,7 +70,7 @@ describe('qwen_torch.py: plain-torch Qwen2.5-VL', () => {
       found.python,
       `no python3 with torch and numpy found (tried ${found.tried.join('; ')}). Install them — Debian/Ubuntu: ` +
         '`apt-get install python3-torch python3-numpy`; elsewhere: `pip install torch numpy` — or point LOUPE_PYTHON at a python that has them.',
-    ).toBeDefined();
+    ).toBeTruthy();
   });
 
   it('check_qwen_torch.py passes', () => {

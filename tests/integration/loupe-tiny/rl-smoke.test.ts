@@ -12,23 +12,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requirePython } from './python';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../../..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-rl-smoke-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-function findPython(modules: string[]): { python: string | null; tried: string[] } {
-  const candidates = [process.env.LOUPE_PYTHON, 'python3', '/usr/bin/python3'].filter((p): p is string => !!p);
-  const tried: string[] = [];
-  for (const py of candidates) {
-    const r = spawnSync(py, ['-c', `import ${modules.join(', ')}`], { encoding: 'utf8' });
-    if (r.status === 0) return { python: py, tried };
-    tried.push(`${py}: ${r.error ? r.error.message : (r.stderr || '').trim().split('\n').pop()}`);
-  }
-  return { python: null, tried };
-}
 
 const SCRIPT = [
   'Let me zoom in.\n<tool_call>\n{"name": "crop_image_normalized", "arguments": {"bbox_2d": [0.2, 0.2, 0.6, 0.6], "target_image": 1}}\n</tool_call>',
@@ -38,10 +28,7 @@ const SCRIPT = [
 
 describe('rl.py: 2 GRPO steps on CPU', () => {
   it('writes 2 steps of finite metrics with the scripted tool calls counted', () => {
-    const { python, tried } = findPython(['torch', 'numpy', 'PIL']);
-    if (!python) {
-      throw new Error(`no python3 with torch, numpy and Pillow (set LOUPE_PYTHON, or apt-get install python3-torch python3-numpy python3-pil); tried:\n${tried.join('\n')}`);
-    }
+    const python = requirePython(['torch', 'numpy', 'PIL']);
     const out = path.join(tmp, 'rl');
     const r = spawnSync(
       python,
