@@ -53,10 +53,53 @@ export interface EncryptedFileSecretStoreOptions {
   keyFile: string;
 }
 
+/**
+ * A 0600 JSON file of `{version: 1, cipher, entries}` shared by the two file-backed stores: read (absent = empty;
+ * bad JSON or another format = a clear error), atomic write, and one operation at a time.
+ */
+class SecretFile<T extends { version: number; cipher: string; entries: Record<string, unknown> }> {
+  private chain: Promise<unknown> = Promise.resolve();
+  constructor(
+    readonly file: string,
+    private readonly cipher: T['cipher'],
+  ) {}
+
+  async read(): Promise<T> {
+    const text = await fs.readFile(this.file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return null;
+      throw e;
+    });
+    if (text === null) return { version: 1, cipher: this.cipher, entries: {} } as T;
+    let j: T;
+    try {
+      j = JSON.parse(text) as T;
+    } catch {
+      throw new SecretStoreError(`${this.file} is not valid JSON; restore it from a backup or delete it (all stored secrets are lost)`);
+    }
+    if (j.version !== 1 || j.cipher !== this.cipher || typeof j.entries !== 'object' || j.entries === null) throw new SecretStoreError(`${this.file}: unknown format`);
+    return j;
+  }
+
+  async write(shape: T): Promise<void> {
+    await fs.mkdir(path.dirname(this.file), { recursive: true });
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    await fs.writeFile(tmp, JSON.stringify(shape, null, 1), { mode: 0o600 });
+    await fs.rename(tmp, this.file);
+  }
+
+  serial<U>(fn: () => Promise<U>): Promise<U> {
+    const p = this.chain.then(fn, fn);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+}
+
 export class EncryptedFileSecretStore implements SecretStore {
   private key: Buffer | null = null;
-  private chain: Promise<unknown> = Promise.resolve();
-  constructor(private readonly o: EncryptedFileSecretStoreOptions) {}
+  private readonly f: SecretFile<FileShape>;
+  constructor(private readonly o: EncryptedFileSecretStoreOptions) {
+    this.f = new SecretFile<FileShape>(o.file, 'aes-256-gcm');
+  }
 
   private async loadKey(): Promise<Buffer> {
     if (this.key) return this.key;
@@ -80,33 +123,17 @@ export class EncryptedFileSecretStore implements SecretStore {
   }
 
   private async read(): Promise<FileShape> {
-    const text = await fs.readFile(this.o.file, 'utf8').catch((e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT') return null;
-      throw e;
-    });
-    if (text === null) return { version: 1, cipher: 'aes-256-gcm', entries: {} };
-    let j: FileShape;
-    try {
-      j = JSON.parse(text) as FileShape;
-    } catch {
-      throw new SecretStoreError(`${this.o.file} is not valid JSON; restore it from a backup or delete it (all stored secrets are lost)`);
-    }
-    if (j.version !== 1 || typeof j.entries !== 'object' || j.entries === null) throw new SecretStoreError(`${this.o.file}: unknown format`);
-    return j;
+    return this.f.read();
   }
 
-  private async write(shape: FileShape): Promise<void> {
-    await fs.mkdir(path.dirname(this.o.file), { recursive: true });
-    const tmp = `${this.o.file}.${process.pid}.tmp`;
-    await fs.writeFile(tmp, JSON.stringify(shape, null, 1), { mode: 0o600 });
-    await fs.rename(tmp, this.o.file);
+  private write(shape: FileShape): Promise<void> {
+    return this.f.write(shape);
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const p = this.chain.then(fn, fn);
-    this.chain = p.catch(() => undefined);
-    return p;
+    return this.f.serial(fn);
   }
+
 
   private check(name: string): void {
     checkSecretName(name);
@@ -210,8 +237,10 @@ export interface SafeStorageSecretStoreOptions {
  * under another name is detected on read, like the AES-GCM store's AAD does.
  */
 export class SafeStorageSecretStore implements SecretStore {
-  private chain: Promise<unknown> = Promise.resolve();
-  constructor(private readonly o: SafeStorageSecretStoreOptions) {}
+  private readonly f: SecretFile<SafeFileShape>;
+  constructor(private readonly o: SafeStorageSecretStoreOptions) {
+    this.f = new SecretFile<SafeFileShape>(o.file, 'electron-safestorage');
+  }
 
   private ensureAvailable(): void {
     if (!this.o.adapter.available()) {
@@ -220,33 +249,17 @@ export class SafeStorageSecretStore implements SecretStore {
   }
 
   private async read(): Promise<SafeFileShape> {
-    const text = await fs.readFile(this.o.file, 'utf8').catch((e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT') return null;
-      throw e;
-    });
-    if (text === null) return { version: 1, cipher: 'electron-safestorage', entries: {} };
-    let j: SafeFileShape;
-    try {
-      j = JSON.parse(text) as SafeFileShape;
-    } catch {
-      throw new SecretStoreError(`${this.o.file} is not valid JSON; restore it from a backup or delete it (all stored secrets are lost)`);
-    }
-    if (j.version !== 1 || j.cipher !== 'electron-safestorage' || typeof j.entries !== 'object' || j.entries === null) throw new SecretStoreError(`${this.o.file}: unknown format`);
-    return j;
+    return this.f.read();
   }
 
-  private async write(shape: SafeFileShape): Promise<void> {
-    await fs.mkdir(path.dirname(this.o.file), { recursive: true });
-    const tmp = `${this.o.file}.${process.pid}.tmp`;
-    await fs.writeFile(tmp, JSON.stringify(shape, null, 1), { mode: 0o600 });
-    await fs.rename(tmp, this.o.file);
+  private write(shape: SafeFileShape): Promise<void> {
+    return this.f.write(shape);
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const p = this.chain.then(fn, fn);
-    this.chain = p.catch(() => undefined);
-    return p;
+    return this.f.serial(fn);
   }
+
 
   async get(name: string): Promise<string | undefined> {
     checkSecretName(name);
