@@ -113,7 +113,13 @@ export class QwenVLRuntime {
   static async load(opts: LoadOptions): Promise<QwenVLRuntime> {
     const dir = path.resolve(opts.modelDir);
     const requested: EngineDevice = opts.device ?? 'cpu';
-    const dtype: EngineDtypeSpec = opts.dtype ?? 'fp32';
+    // No dtype asked for: the most precise one the folder has (fp32, fp16, q8, q4) — a folder shipped as q8 only
+    // (loupe-tiny) loads as it is rather than failing on missing fp32 files.
+    let dtype: EngineDtypeSpec = opts.dtype ?? 'fp32';
+    if (opts.dtype === undefined) {
+      const present = (await validateModelFolder(dir)).dtypes;
+      dtype = (['fp32', 'fp16', 'q8', 'q4'] as const).find((d) => present.includes(d)) ?? 'fp32';
+    }
     const report = await validateModelFolder(dir, { dtype });
     if (!report.ok) throw new EngineError('model_folder', report.errors.join('\n'));
     env.allowRemoteModels = false;

@@ -1,7 +1,7 @@
 /**
  * loupe-tiny on this machine's CPU through Loupe's own engine and loop: per-trajectory wall time (loop + image
  * work + engine), engine time and generated tokens, with and without tools, q8 and fp32, on the fixed held-out
- * scenes of tests/integration/loupe-tiny/scenes (seed 9). Accuracy on so few scenes is only a sanity column;
+ * scenes of models/loupe-tiny/examples (seed 9). Accuracy on so few scenes is only a sanity column;
  * the model card (models/loupe-tiny/README.md) has the numbers on a larger held-out set.
  */
 import path from 'node:path';
@@ -10,7 +10,7 @@ import { evaluate } from '../../models/loupe-tiny/evaluate';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODEL = path.resolve(HERE, '../../models/loupe-tiny/model');
-const SCENES = path.resolve(HERE, '../integration/loupe-tiny/scenes');
+const SCENES = path.resolve(HERE, '../../models/loupe-tiny/examples');
 
 export async function bench(): Promise<Array<Record<string, string | number>>> {
   const rows: Array<Record<string, string | number>> = [];

@@ -252,6 +252,24 @@ describe('demo core handlers', () => {
     expect(states).toEqual(expect.arrayContaining(['loading', 'ready', 'busy', 'idle']));
   });
 
+  it('lists loupe-tiny as bundled and runs it on a loupe-synth scene: a real crop call, a crop, a boxed answer', async () => {
+    const list = await call<{ models: Array<{ id: string; bundled: boolean; dtypes: string[] }> }>(core, 'models:list', {});
+    const lt = list.models.find((m) => m.id === 'loupe-tiny');
+    expect(lt?.bundled).toBe(true);
+    expect(lt?.dtypes).toEqual(['q8']);
+    const scenes = path.resolve(import.meta.dirname, '../../models/loupe-tiny/examples');
+    const sample = JSON.parse(fs.readFileSync(path.join(scenes, 'samples.jsonl'), 'utf8').split('\n')[1]!) as { image: string; question: string };
+    const scene = (await call<{ media: MediaRef[] }>(core, 'demo:import', { paths: [path.join(scenes, sample.image)] })).media[0]!;
+    const events = await collect(core, start({ media: [scene], question: sample.question, engine: { kind: 'local', modelId: 'loupe-tiny' }, settings: { temperature: 0 } }));
+    const done = events.at(-1) as Extract<DemoEvent, { type: 'done' }>;
+    const t = done.trajectory;
+    expect(t.turns[0]?.call?.name, JSON.stringify({ stop: t.stopReason, error: t.error, turns: t.turns.map((u) => u.text.slice(0, 200)) })).toBe('crop_image_normalized');
+    expect(t.turns[0]?.call?.error).toBeUndefined();
+    expect(t.turns[0]?.call?.produced.length).toBe(1);
+    expect(t.turns.at(-1)?.text).toMatch(/\\boxed\{[^}]+\}/);
+    expect(await call(core, 'models:unload', {})).toEqual({ unloaded: true });
+  });
+
   it('validates a model folder and names the missing files', async () => {
     const dir = fs.mkdtempSync(path.join(workspace, 'badmodel-'));
     fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ model_type: 'qwen2_5_vl' }));

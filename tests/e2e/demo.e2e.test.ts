@@ -259,6 +259,28 @@ describe('Demo page in browser mode', () => {
     }
   });
 
+  it('an example scene runs on loupe-tiny: the crop box on the scene, the crop, a boxed answer', async () => {
+    const { page, errors } = await newPage(browser);
+    await page.goto(`${app.openUrl}#/demo`);
+    await page.getByTestId('example-synth-9-00012').click();
+    await page.getByTestId('media-summary').waitFor();
+    await expect(page.getByTestId('question').inputValue()).resolves.toMatch(/\?|\./);
+    await expect(page.getByTestId('local-model').inputValue()).resolves.toBe('loupe-tiny');
+    await page.getByTestId('run').click();
+    await page.getByTestId('run-status').filter({ hasText: /done|error/ }).waitFor({ timeout: 120_000 });
+    await page.getByTestId('trajectory-summary').waitFor();
+    await page.getByTestId('crop-step-1').waitFor();
+    await page.getByTestId('box-step-1').waitFor();
+    await expect(page.getByTestId('step-list').textContent()).resolves.toContain('crop_image_normalized');
+    await expect(page.getByTestId('answer').textContent()).resolves.toMatch(/\\boxed\{[^}]+\}/);
+    await screenshot(page, 'demo-loupe-tiny-example');
+    await page.getByTestId('nav-models').click();
+    await page.getByTestId('model-row-loupe-tiny').waitFor();
+    await page.getByTestId('model-unload-loupe-tiny').click();
+    await page.getByTestId('status-engine').filter({ hasText: 'idle' }).waitFor();
+    expect(errors).toEqual([]);
+  });
+
   it('runs the bundled tiny local model and manages it on the Models page', async () => {
     const { page, errors } = await newPage(browser);
     await observeLongTasks(page);

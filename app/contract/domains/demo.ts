@@ -175,6 +175,17 @@ export const ExportResultSchema = z.object({
 });
 export type ExportResult = z.infer<typeof ExportResultSchema>;
 
+/** A ready-to-run example for the Demo: a loupe-synth scene, its question, and the bundled model to try it with. */
+export const DemoExampleSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  question: z.string(),
+  answer: z.string(),
+  modelId: z.string(),
+  media: z.array(MediaRefSchema).min(1),
+});
+export type DemoExample = z.infer<typeof DemoExampleSchema>;
+
 export const demoCalls = {
   /** Import files the core can read (Electron passes dropped paths): images, or a folder of frames (→ a video). */
   'demo:import': {
@@ -182,6 +193,8 @@ export const demoCalls = {
     res: z.object({ media: z.array(MediaRefSchema), isVideo: z.boolean() }),
   },
   'demo:replaySources': { req: Empty, res: z.array(ReplaySourceSchema) },
+  /** The bundled example scenes (models/loupe-tiny/examples), imported into the workspace; [] when absent. */
+  'demo:examples': { req: Empty, res: z.array(DemoExampleSchema) },
   /** Start a run; its events arrive on `demo:event` with the returned run id. */
   'demo:run': { req: DemoRunReqSchema, res: z.object({ runId: z.string() }) },
   'demo:stop': { req: z.object({ runId: z.string().min(1) }).strict(), res: z.object({ stopped: z.boolean() }) },

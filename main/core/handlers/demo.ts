@@ -7,7 +7,7 @@ import { promises as fsp } from 'node:fs';
 import sharp from 'sharp';
 import path from 'node:path';
 import type { DomainHandlers } from '../../../app/contract/dispatch';
-import type { Box, DemoBranch, DemoEvent, DemoProposal, DemoRunReq, LoadedModel, MediaRef, ModelEntry, ModelReport, ReplaySource, Trajectory, demoCalls } from '../../../app/contract';
+import type { Box, DemoBranch, DemoEvent, DemoExample, DemoProposal, DemoRunReq, LoadedModel, MediaRef, ModelEntry, ModelReport, ReplaySource, Trajectory, demoCalls } from '../../../app/contract';
 import { DemoRunReqSchema } from '../../../app/contract';
 import { runEpisode, ScriptedEngine, countCalls, type StepHookContext, type StepHookDecision } from '../../../app/agent';
 import { getDialect } from '../../../app/protocol';
@@ -33,6 +33,11 @@ type RunReq = ReturnType<typeof DemoRunReqSchema.parse>;
 const IMAGE_EXT = new Set(['.jpg', '.jpeg', '.png', '.webp', '.gif', '.bmp', '.tif', '.tiff']);
 const VIDEO_EXT = new Set(['.mp4', '.webm', '.mov', '.avi', '.mkv', '.m4v']);
 const BUNDLED_MODEL = 'tiny-random-qwen25vl';
+/** Models that ship in the checkout (listed without being added). */
+const BUNDLED: Array<{ id: string; dir: string[]; name: string }> = [
+  { id: BUNDLED_MODEL, dir: ['models', BUNDLED_MODEL], name: `${BUNDLED_MODEL} (bundled test model, random weights)` },
+  { id: 'loupe-tiny', dir: ['models', 'loupe-tiny', 'model'], name: 'loupe-tiny (bundled; speaks the dialect, crops and reads poorly — see its card)' },
+];
 
 interface Pause {
   turnIndex: number;
@@ -103,7 +108,6 @@ export function demoHandlers(ctx: CoreContext): Handlers {
   const imageOps = createImageOps(media, { mode: 'worker' });
   const animator = new SharpAnimationRenderer((id) => media.pathOf(id));
   const live = new Map<string, LiveRun>();
-  const bundledDir = path.join(repoRoot(), 'models', BUNDLED_MODEL);
 
   let loaded: { engine: LocalEngine; info: LoadedModel } | null = null;
   let loading: Promise<LoadedModel> | null = null;
@@ -119,23 +123,25 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     await (imageOps as { close?: () => Promise<void> }).close?.();
   });
 
-  async function bundledEntry(): Promise<ModelEntry | null> {
+  async function bundledEntry(id: string): Promise<ModelEntry | null> {
+    const b = BUNDLED.find((x) => x.id === id);
+    if (!b) return null;
+    const dir = path.join(repoRoot(), ...b.dir);
     try {
-      await fsp.access(path.join(bundledDir, 'config.json'));
+      await fsp.access(path.join(dir, 'config.json'));
     } catch {
       return null;
     }
-    const r = await validateModelFolder(bundledDir);
-    return toEntry({ id: BUNDLED_MODEL, name: `${BUNDLED_MODEL} (bundled test model, random weights)`, path: bundledDir, ...(r.modelType ? { modelType: r.modelType } : {}), dtypes: r.dtypes, sizeBytes: r.sizeBytes, ...(r.memoryEstimateBytes !== undefined ? { memoryEstimateBytes: r.memoryEstimateBytes } : {}) }, true);
+    const r = await validateModelFolder(dir);
+    if (!r.ok) return null;
+    return toEntry({ id: b.id, name: b.name, path: dir, ...(r.modelType ? { modelType: r.modelType } : {}), dtypes: r.dtypes, sizeBytes: r.sizeBytes, ...(r.memoryEstimateBytes !== undefined ? { memoryEstimateBytes: r.memoryEstimateBytes } : {}) }, true);
   }
 
   async function findModel(id: string): Promise<ModelEntry> {
     const m = await registry.get(id);
     if (m) return toEntry(m, false);
-    if (id === BUNDLED_MODEL) {
-      const b = await bundledEntry();
-      if (b) return b;
-    }
+    const b = await bundledEntry(id);
+    if (b) return b;
     throw new Error(`no model "${id}": add its folder on the Models page first`);
   }
 
@@ -427,6 +433,19 @@ export function demoHandlers(ctx: CoreContext): Handlers {
   return {
     'demo:import': async ({ paths }) => importPaths(paths),
 
+    'demo:examples': async () => {
+      const dir = path.join(repoRoot(), 'models', 'loupe-tiny', 'examples');
+      const text = await fsp.readFile(path.join(dir, 'samples.jsonl'), 'utf8').catch(() => '');
+      const out: DemoExample[] = [];
+      for (const line of text.split('\n').filter(Boolean)) {
+        const s = JSON.parse(line) as { qid: string; category: string; question: string; answer: string; image?: string };
+        if (!s.image) continue;
+        const { media } = await importPaths([path.join(dir, s.image)]);
+        out.push({ id: s.qid, title: `${s.category}: ${s.question}`, question: s.question, answer: s.answer, modelId: 'loupe-tiny', media });
+      }
+      return out;
+    },
+
     'demo:replaySources': async () => {
       const out: ReplaySource[] = [];
       // The newest runs only: a workspace of large sweeps must not make the Demo page read every sample.
@@ -549,9 +568,11 @@ export function demoHandlers(ctx: CoreContext): Handlers {
 
     'models:list': async () => {
       const models: ModelEntry[] = [];
-      const b = await bundledEntry();
       const reg = await registry.list();
-      if (b && !reg.some((m) => m.path === b.path)) models.push(b);
+      for (const { id } of BUNDLED) {
+        const b = await bundledEntry(id);
+        if (b && !reg.some((m) => m.path === b.path)) models.push(b);
+      }
       for (const m of reg) models.push(toEntry(m, false));
       return { models, loaded: loaded?.info ?? null };
     },

@@ -3,7 +3,7 @@
  * `demo:event`s (one partial Trajectory per branch). Contract calls live here, not in components.
  */
 import { create } from 'zustand';
-import type { Box, DemoBranch, DemoEvent, DemoProposal, ExportResult, MediaRef, ReplaySource, Trajectory, Turn } from '../../../app/contract';
+import type { Box, DemoBranch, DemoEvent, DemoExample, DemoProposal, ExportResult, MediaRef, ReplaySource, Trajectory, Turn } from '../../../app/contract';
 import { getClient } from '../client';
 
 export type EngineKind = 'replay' | 'local' | 'openai';
@@ -39,6 +39,8 @@ interface DemoState {
   engineKind: EngineKind;
   replaySources: ReplaySource[];
   replayKey: string;
+  /** Bundled example scenes to try with loupe-tiny (see `demo:examples`). */
+  examples: DemoExample[];
   localModelId: string;
   openaiUrl: string;
   openaiModel: string;
@@ -68,6 +70,8 @@ interface DemoState {
   uploadFiles(files: File[]): Promise<void>;
   clearMedia(): void;
   useReplayMedia(): void;
+  /** Put an example's scene and question in place, with its model as a local engine. */
+  pickExample(id: string): void;
   set<K extends keyof DemoState>(key: K, value: DemoState[K]): void;
   setSetting(key: keyof DemoSettingsForm, value: string): void;
   run(): Promise<void>;
@@ -187,7 +191,8 @@ export const useDemoStore = create<DemoState>()((set, get) => {
     engineKind: 'replay',
     replaySources: [],
     replayKey: '',
-    localModelId: 'tiny-random-qwen25vl',
+    examples: [],
+    localModelId: 'loupe-tiny',
     openaiUrl: 'http://127.0.0.1:8000/v1',
     openaiModel: '',
     dialect: 'pixel-reasoner',
@@ -213,6 +218,11 @@ export const useDemoStore = create<DemoState>()((set, get) => {
         getClient().on('demo:event', onEvent);
       }
       await get().loadReplaySources();
+      try {
+        set({ examples: await getClient().call('demo:examples', {}) });
+      } catch (err) {
+        set({ errors: [...get().errors, `could not load the example scenes: ${message(err)}`] });
+      }
     },
 
     async loadReplaySources() {
@@ -271,6 +281,12 @@ export const useDemoStore = create<DemoState>()((set, get) => {
       const src = s.replaySources.find((x) => `${x.runId}::${x.qid}` === s.replayKey);
       if (!src) return;
       set({ question: src.question, ...(src.media.length ? { media: src.media, isVideo: src.isVideo } : {}), dialect: (['pixel-reasoner', 'verl-tool', 'deepeyes'] as const).find((d) => d === src.dialect) ?? s.dialect });
+    },
+
+    pickExample(id) {
+      const ex = get().examples.find((e) => e.id === id);
+      if (!ex) return;
+      set({ media: ex.media, isVideo: false, importError: null, question: ex.question, engineKind: 'local', localModelId: ex.modelId, dialect: 'pixel-reasoner', prompt: 'vcot' });
     },
 
     set(key, value) {

@@ -23,7 +23,7 @@ import { scoreCrop, targetInModelFrame } from '../../../models/loupe-tiny/evalua
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODEL = path.resolve(HERE, '../../../models/loupe-tiny/model');
-const SCENES = path.join(HERE, 'scenes');
+const SCENES = path.resolve(HERE, '../../../models/loupe-tiny/examples');
 const samples = readFileSync(path.join(SCENES, 'samples.jsonl'), 'utf8')
   .split('\n')
   .filter(Boolean)

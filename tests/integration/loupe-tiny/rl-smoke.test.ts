@@ -33,7 +33,7 @@ describe('rl.py: 2 GRPO steps on CPU', () => {
     const r = spawnSync(
       python,
       [
-        'models/loupe-tiny/rl.py', '--model', 'models/tiny-random-qwen25vl', '--scenes', 'tests/integration/loupe-tiny/scenes',
+        'models/loupe-tiny/rl.py', '--model', 'models/tiny-random-qwen25vl', '--scenes', 'models/loupe-tiny/examples',
         '--out', out, '--steps', '2', '--group', '2', '--scenes-per-step', '2', '--max-new-tokens', '8', '--device', 'cpu',
         '--seed', '1', '--no-save', '--script', JSON.stringify(SCRIPT),
       ],
