@@ -131,8 +131,12 @@ export class LocalConnector implements Connector {
     const dir = this.dir(id);
     const base = { id, name: rec.name, submittedAt: rec.submittedAt, startedAt: rec.submittedAt };
     const cancelled = await fs.stat(path.join(dir, 'cancelled')).then((s) => s.mtimeMs, () => null);
-    const exit = await fs.readFile(path.join(dir, 'exit_code'), 'utf8').then((s) => s.trim(), () => null);
+    const readExit = () => fs.readFile(path.join(dir, 'exit_code'), 'utf8').then((s) => s.trim(), () => null);
+    let exit = await readExit();
     const alive = pidAlive(rec.pid);
+    // The wrapper writes exit_code and then exits: a process that ended between the two looks "lost" unless the
+    // exit code is read again after seeing it gone.
+    if (exit === null && !alive) exit = await readExit();
     if (cancelled !== null && !alive) {
       return { ...base, state: 'cancelled', rawState: 'cancelled', exitCode: exit === null ? null : Number(exit), endedAt: cancelled };
     }
