@@ -1,11 +1,12 @@
 /**
  * loupe-tiny on this machine's CPU through Loupe's own engine and loop: per-trajectory wall time (loop + image
- * work + engine), engine time and generated tokens, with and without tools, q8 and fp32, on the fixed held-out
+ * work + engine), engine time and generated tokens, with and without tools, for each dtype the folder ships, on the fixed held-out
  * scenes of models/loupe-tiny/examples (seed 9). Accuracy on so few scenes is only a sanity column;
  * the model card (models/loupe-tiny/README.md) has the numbers on a larger held-out set.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { validateModelFolder } from '../../app/engines/local/modelFolder';
 import { evaluate } from '../../models/loupe-tiny/evaluate';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -14,7 +15,9 @@ const SCENES = path.resolve(HERE, '../../models/loupe-tiny/examples');
 
 export async function bench(): Promise<Array<Record<string, string | number>>> {
   const rows: Array<Record<string, string | number>> = [];
-  for (const dtype of ['q8', 'fp32'] as const) {
+  // the committed model ships q8 only; a local export (train.py --export fp32,q8) adds fp32
+  const present = (await validateModelFolder(MODEL)).dtypes;
+  for (const dtype of (['q8', 'fp32'] as const).filter((d) => present.includes(d))) {
     for (const prompt of ['vcot', 'notool'] as const) {
       const { summary: s } = await evaluate({ model: MODEL, data: SCENES, prompt, dtype });
       rows.push({
