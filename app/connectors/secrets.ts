@@ -92,6 +92,21 @@ class SecretFile<T extends { version: number; cipher: string; entries: Record<st
     this.chain = p.catch(() => undefined);
     return p;
   }
+
+  /** Remove one entry; false when there was none. */
+  deleteEntry(name: string): Promise<boolean> {
+    return this.serial(async () => {
+      const shape = await this.read();
+      if (!(name in shape.entries)) return false;
+      delete shape.entries[name];
+      await this.write(shape);
+      return true;
+    });
+  }
+
+  async names(): Promise<string[]> {
+    return Object.keys((await this.read()).entries).sort();
+  }
 }
 
 export class EncryptedFileSecretStore implements SecretStore {
@@ -170,17 +185,11 @@ export class EncryptedFileSecretStore implements SecretStore {
 
   async delete(name: string): Promise<boolean> {
     this.check(name);
-    return this.serial(async () => {
-      const shape = await this.read();
-      if (!(name in shape.entries)) return false;
-      delete shape.entries[name];
-      await this.write(shape);
-      return true;
-    });
+    return this.f.deleteEntry(name);
   }
 
-  async list(): Promise<string[]> {
-    return Object.keys((await this.read()).entries).sort();
+  list(): Promise<string[]> {
+    return this.f.names();
   }
 }
 
@@ -296,17 +305,11 @@ export class SafeStorageSecretStore implements SecretStore {
 
   async delete(name: string): Promise<boolean> {
     checkSecretName(name);
-    return this.serial(async () => {
-      const shape = await this.read();
-      if (!(name in shape.entries)) return false;
-      delete shape.entries[name];
-      await this.write(shape);
-      return true;
-    });
+    return this.f.deleteEntry(name);
   }
 
-  async list(): Promise<string[]> {
-    return Object.keys((await this.read()).entries).sort();
+  list(): Promise<string[]> {
+    return this.f.names();
   }
 }
 
