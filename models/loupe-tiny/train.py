@@ -175,23 +175,235 @@ def flip_first_turns(recs, pix, tk):
     return out
 
 
-def make_batch(recs, pix, pad, dev):
+BOX = re.compile(r'"bbox_2d": \[([^\]]+)\]')
+CATS = {"ring-digits": 0, "tag-letter": 1, "box-dots": 2, "left-of": 3}
+
+
+def annotate(recs, tk):
+    """What the auxiliary losses and the box weight need, per trajectory: the target's centre on the global view (the centre
+    of the first crop call of a zoom trajectory, mirrored with it for the flipped copies; None for recover/direct/video, whose
+    first call is deliberately off or absent) and the token positions of that call's four box numbers."""
+    n = 0
+    for r in recs:
+        r["tgt"], r["box_at"] = None, None
+        if not (r["kind"] == "zoom" or r["kind"].startswith("zoom-first")) or not r["images"] or r["images"][0]["grid"][0] != 1:
+            continue
+        s0, e0 = r["spans"][0]
+        m = BOX.search(tk.decode(r["ids"][s0:e0], skip_special_tokens=False))
+        if not m:
+            continue
+        x1, y1, x2, y2 = [float(v) for v in m.group(1).split(",")]
+        r["tgt"] = ((x1 + x2) / 2, (y1 + y2) / 2)
+        toks = [tk.id_to_token(i) or "" for i in r["ids"][s0:e0]]
+        try:
+            k = next(i for i, t in enumerate(toks) if "bbox" in t)
+            a = next(i for i in range(k, len(toks)) if "[" in toks[i])
+            b = next(i for i in range(a, len(toks)) if "]" in toks[i])
+            r["box_at"] = (s0 + a + 1, s0 + b + 1)  # the numbers and the closing bracket
+        except StopIteration:
+            pass
+        n += 1
+    return n
+
+
+class AuxHeads(torch.nn.Module):
+    """Training-only heads (not exported): `tgt` scores the vision tower's merged tokens for "this is the target" (with a
+    learned per-category bias, since the tower does not see the question); `pos` reads each global-view token's own
+    normalized centre (x, y) from the text model's hidden state after layer --aux-pos-layer. The first gives the text model
+    a key to attend to; the second puts the token's absolute position into the value it then reads — rotary positions alone
+    give attention weights, not values, and a uniform background is the same everywhere."""
+
+    def __init__(self, vis_dim, txt_dim):
+        super().__init__()
+        self.tgt = torch.nn.Linear(vis_dim, 1)
+        self.cat = torch.nn.Embedding(len(CATS), vis_dim)
+        torch.nn.init.zeros_(self.cat.weight)
+        self.pos = torch.nn.Linear(txt_dim, 2)
+
+
+def aux_losses(b, store, heads):
+    """(target loss, target top-1 hits, count, position MSE) for the batch `b` from the hooked activations in `store`."""
+    out = {}
+    if b["aux_tgt"] is not None and "vis" in store:
+        idx, valid, tgt, cats = b["aux_tgt"]
+        f = store["vis"].float()[idx] + heads.cat(cats)[:, None]
+        s = heads.tgt(torch.tanh(f)).squeeze(-1).masked_fill(~valid, -1e4)
+        out["tgt"] = torch.nn.functional.cross_entropy(s, tgt)
+        out["top1"] = (s.argmax(-1) == tgt).float().mean()
+    if b["aux_pos"] is not None and "llm" in store:
+        rows, cols, xy = b["aux_pos"]
+        h = store["llm"].float()[rows, cols]
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)  # the residual stream's scale drifts; the probe should not care
+        out["pos"] = torch.nn.functional.mse_loss(heads.pos(h), xy)
+    return out
+
+
+def attn_loss(b, store, attn_mod, heads_n):
+    """Pointer supervision: at the first turn's tokens up to the end of the crop box (the 'where' phrase and the box
+    numbers), the first `heads_n` query heads of one text layer should put their attention on the target's global-view
+    tokens (its merged token and the 8 around it). -log of that attention mass, averaged. Without it the text model learns
+    the marginal box and never looks (the v2 runs); the gradient through the value path alone is ~1/117 as strong.
+    Batched over rows: queries padded to the longest span, keys to the longest prefix."""
+    if b["aux_attn"] is None or "attn_in" not in store:
+        return None
+    x, cos, sin = store["attn_in"]
+    m = attn_mod
+    hd, H, KV = m.hd, m.h, m.kv
+    rows, P, Pok, T = b["aux_attn"]  # [R], [R, Pmax] query positions, [R, Pmax] valid, [R, Lmax] target-key mask
+    L = T.shape[1]
+    xr = x[rows, :L].float()                                   # [R, L, D]
+    c, s_ = cos[rows, 0, :L].float(), sin[rows, 0, :L].float()  # [R, L, hd]
+    k = torch.nn.functional.linear(xr, m.k_proj.weight.float(), m.k_proj.bias.float()).view(len(rows), L, KV, hd)
+    k = k * c[:, :, None] + qt._rot(k) * s_[:, :, None]
+    k = k[:, :, torch.arange(heads_n, device=k.device) // (H // KV)]             # [R, L, nh, hd]
+    g = lambda t: torch.gather(t, 1, P[:, :, None].expand(-1, -1, t.shape[-1]))
+    xq, cq, sq = g(xr), g(c), g(s_)                            # [R, Pmax, *]
+    q = torch.nn.functional.linear(xq, m.q_proj.weight.float(), m.q_proj.bias.float()).view(len(rows), P.shape[1], H, hd)[:, :, :heads_n]
+    q = q * cq[:, :, None] + qt._rot(q) * sq[:, :, None]
+    sc = torch.einsum("rphd,rlhd->rhpl", q, k) * hd ** -0.5   # [R, nh, Pmax, L]
+    causal = torch.arange(L, device=sc.device)[None, None, :] > P[:, :, None]   # [R, Pmax, L]
+    lp = torch.log_softmax(sc.masked_fill(causal[:, None], -1e4), -1)
+    on = torch.logsumexp(lp.masked_fill(~T[:, None, None, :], -1e4), -1)       # [R, nh, Pmax]
+    w = Pok[:, None, :].float().expand_as(on)
+    return -(on * w).sum() / w.sum().clamp(min=1)
+
+
+def first_turns(recs, keep_full):
+    """Zoom trajectories cut after their first turn (global view -> crop call), plus every `keep_full`-th trajectory whole:
+    a short-sequence diet for teaching localization on a CPU."""
+    out = []
+    for j, r in enumerate(recs):
+        if keep_full and j % keep_full == 0:
+            out.append(r)
+        if r["kind"] == "zoom" or r["kind"].startswith("zoom-first"):
+            s0, e0 = r["spans"][0]
+            out.append({**r, "ids": r["ids"][:e0], "spans": [[s0, e0]], "images": r["images"][:1], "kind": "zoom-first" if r["kind"] == "zoom" else r["kind"]})
+    return out
+
+
+def position_ids(model, r):
+    """The record's M-RoPE position ids [3, L] (cached: rope_index is a Python loop, and it would run every step)."""
+    if "_pos" not in r:
+        ids = torch.tensor([r["ids"]])
+        grids = torch.tensor([im["grid"] for im in r["images"]]) if r["images"] else None
+        r["_pos"] = model.rope_index(ids, grids)[0][:, 0].to(torch.int32)
+    return r["_pos"]
+
+
+def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_token_id=None):
+    """Tensors for one batch. With `model`: cached position ids, per-token loss weights (`box_weight` on the crop-box numbers)
+    and the auxiliary targets (global views only)."""
     L = max(len(r["ids"]) for r in recs)
     ids = torch.full((len(recs), L), pad, dtype=torch.long)
     lab = torch.full((len(recs), L), -100, dtype=torch.long)
     att = torch.zeros((len(recs), L), dtype=torch.long)
+    wts = torch.ones((len(recs), L))
+    pos = torch.zeros((3, len(recs), L), dtype=torch.long)
     pvs, thws = [], []
+    tgt_rows, pos_rows, off = [], [], 0
     for i, r in enumerate(recs):
         n = len(r["ids"])
         ids[i, :n] = torch.tensor(r["ids"])
         att[i, :n] = 1
         for s, e in r["spans"]:
             lab[i, s:e] = ids[i, s:e]
-        for im in r["images"]:
+        if model is not None:
+            pos[:, i, :n] = position_ids(model, r)
+            if r.get("box_at") and box_weight != 1.0:
+                wts[i, r["box_at"][0]:r["box_at"][1]] = box_weight
+        for j, im in enumerate(r["images"]):
             pvs.append(patches(pix[im["key"]], dev))
             thws.append(im["grid"])
-    return dict(input_ids=ids.to(dev), attention_mask=att.to(dev), labels=lab.to(dev), pixel_values=torch.cat(pvs) if pvs else None,
-                image_grid_thw=torch.tensor(thws, device=dev) if thws else None)
+            t, h, w = im["grid"]
+            ntok = t * h * w // (merge * merge)
+            if j == 0 and t == 1 and model is not None:
+                H, W = h // merge, w // merge
+                if r.get("tgt"):
+                    cx, cy = r["tgt"]
+                    tgt_rows.append((off, ntok, int(min(H - 1, cy * H)) * W + int(min(W - 1, cx * W)), CATS.get(r.get("category"), 0)))
+                pos_rows.append((i, H, W))
+            off += ntok
+    b = dict(input_ids=ids.to(dev), attention_mask=att.to(dev), labels=lab.to(dev), pixel_values=torch.cat(pvs) if pvs else None,
+             image_grid_thw=torch.tensor(thws, device=dev) if thws else None)
+    b["aux_tgt"] = b["aux_pos"] = b["aux_attn"] = None
+    if model is None:
+        return b
+    b["position_ids"] = pos.to(dev)
+    b["weights"] = wts.to(dev)
+    if tgt_rows:
+        mx = max(n for _, n, _, _ in tgt_rows)
+        ar = torch.arange(mx)
+        idx = torch.stack([o + ar.clamp(max=n - 1) for o, n, _, _ in tgt_rows])
+        valid = torch.stack([ar < n for _, n, _, _ in tgt_rows])
+        b["aux_tgt"] = (idx.to(dev), valid.to(dev), torch.tensor([t for _, _, t, _ in tgt_rows], device=dev),
+                        torch.tensor([c for _, _, _, c in tgt_rows], device=dev))
+    attn_rows = []
+    for i, r in enumerate(recs):
+        if not (r.get("tgt") and r.get("box_at") and image_token_id is not None):
+            continue
+        t, h, w = r["images"][0]["grid"]
+        H, W = h // merge, w // merge
+        at = (ids[i] == image_token_id).nonzero().flatten()[:H * W]
+        cx, cy = r["tgt"]
+        row, col = int(min(H - 1, cy * H)), int(min(W - 1, cx * W))
+        T = [int(at[rr * W + cc]) for rr in range(max(0, row - 1), min(H, row + 2)) for cc in range(max(0, col - 1), min(W, col + 2))]
+        attn_rows.append((i, list(range(r["spans"][0][0] - 1, r["box_at"][1] - 1)), T))
+    if attn_rows:
+        pm = max(len(p) for _, p, _ in attn_rows)
+        Lk = max(max(p) for _, p, _ in attn_rows) + 1
+        P = torch.zeros(len(attn_rows), pm, dtype=torch.long)
+        Pok = torch.zeros(len(attn_rows), pm, dtype=torch.bool)
+        Tm = torch.zeros(len(attn_rows), Lk, dtype=torch.bool)
+        for j, (_, p, T) in enumerate(attn_rows):
+            P[j, :len(p)] = torch.tensor(p)
+            P[j, len(p):] = p[-1]
+            Pok[j, :len(p)] = True
+            Tm[j, T] = True
+        b["aux_attn"] = (torch.tensor([i for i, _, _ in attn_rows], device=dev), P.to(dev), Pok.to(dev), Tm.to(dev))
+    if pos_rows and image_token_id is not None:
+        rows, cols, xy = [], [], []
+        for i, H, W in pos_rows:
+            at = (ids[i] == image_token_id).nonzero().flatten()[:H * W]
+            q = torch.arange(H * W)
+            rows.append(torch.full((H * W,), i))
+            cols.append(at)
+            xy.append(torch.stack([(q % W + 0.5) / W, (q // W + 0.5) / H], -1))
+        b["aux_pos"] = (torch.cat(rows).to(dev), torch.cat(cols).to(dev), torch.cat(xy).to(dev))
+    return b
+
+
+def lm_loss(logits, labels, weights):
+    """Next-token cross entropy on the labelled tokens, each weighted (weights 1 = the model's own mean loss)."""
+    lab = torch.nn.functional.pad(labels, (0, 1), value=-100)[:, 1:]
+    w = torch.nn.functional.pad(weights, (0, 1), value=0.0)[:, 1:] * (lab != -100)
+    ce = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), lab.clamp(min=0), reduction="none")
+    return (ce * w).sum() / w.sum().clamp(min=1e-6)
+
+
+def crop_eval(model, recs, pix, tk, dev, eos):
+    """Greedy first turns on held-out zoom trajectories: does the crop box contain the target's centre, and is the 'where'
+    phrase right? (The engine-side evaluation, models/loupe-tiny/evaluate.ts, measures the whole trajectory.)"""
+    hit = where_ok = parsed = 0
+    for r in recs:
+        s0 = r["spans"][0][0]
+        im = r["images"][0]
+        with torch.no_grad():
+            g = model.generate(torch.tensor([r["ids"][:s0]], device=dev), patches(pix[im["key"]], dev), torch.tensor([im["grid"]], device=dev),
+                               max_new_tokens=100, eos_ids=eos, temperature=0)
+        text = tk.decode(g[0].tolist(), skip_special_tokens=False)
+        cx, cy = r["tgt"]
+        where_ok += int(where(cx, cy) in text)
+        m = BOX.search(text)
+        try:
+            x1, y1, x2, y2 = [float(v) for v in m.group(1).split(",")] if m else (None,) * 4
+        except ValueError:
+            x1 = None
+        if x1 is None:
+            continue
+        parsed += 1
+        hit += int(x1 <= cx <= x2 and y1 <= cy <= y2)
+    n = max(1, len(recs))
+    return {"n": len(recs), "hit": hit / n, "where": where_ok / n, "parsed": parsed / n}
 
 
 def write_model(model, out, tok_dir, export, tk=None):
@@ -258,6 +470,17 @@ def main():
     ap.add_argument("--export", default="fp32,q8", help="none | q8 | fp32,q8")
     ap.add_argument("--aug-flips", action="store_true", help="add mirrored first turns of the zoom trajectories (localization data)")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    ap.add_argument("--aux-target", type=float, default=0.0, help="weight of the per-token 'where is the target' loss on the vision tower's output")
+    ap.add_argument("--aux-pos", type=float, default=0.0, help="weight of the absolute-position loss on the text model's image tokens")
+    ap.add_argument("--aux-pos-layer", type=int, default=1, help="text layer (0-based) whose output carries the position")
+    ap.add_argument("--aux-attn", type=float, default=0.0, help="weight of the pointer loss: first-turn queries attend to the target's tokens")
+    ap.add_argument("--aux-attn-layer", type=int, default=2)
+    ap.add_argument("--aux-attn-heads", type=int, default=2, help="how many query heads of that layer are supervised")
+    ap.add_argument("--first-turns", type=int, default=0, help="train on zoom first turns only, plus every N-th whole trajectory (0: off)")
+    ap.add_argument("--box-weight", type=float, default=1.0, help="loss weight of the crop-box number tokens of zoom trajectories")
+    ap.add_argument("--crop-every", type=int, default=0, help="also generate --crop-every-n held-out first turns every N steps (0: only at the end)")
+    ap.add_argument("--crop-every-n", type=int, default=12)
+    ap.add_argument("--crop-eval", type=int, default=64, help="held-out zoom first turns to generate at the end (crop hit rate)")
     a = ap.parse_args()
     if a.minutes is None and a.max_steps is None:
         a.minutes = 5.0
@@ -304,32 +527,77 @@ def main():
         train = train + flip_first_turns([r for r in train if r["kind"] == "zoom"], pix, tk)
         log(f"train with mirrored first turns: {len(train)}")
     pad = json.load(open(os.path.join(tok_dir, "config.json")))["text_config"].get("pad_token_id", 0) or 0
+    if a.first_turns:
+        train = first_turns(train, a.first_turns)
+        log(f"first-turn diet: {len(train)} training sequences")
+    n_ann = annotate(train, tk) + annotate(val, tk)
+    log(f"zoom trajectories with a target box: {n_ann} (train + val)")
+    heads = AuxHeads(model.model.visual.merger.mlp[2].out_features, model.tc["hidden"]).to(dev)
+    store = {}
+    use_aux = a.aux_target > 0 or a.aux_pos > 0
+    if a.aux_attn > 0:
+        model.model.language_model.layers[a.aux_attn_layer].self_attn.register_forward_pre_hook(
+            lambda m, args: store.__setitem__("attn_in", (args[0], args[1], args[2])))
+    if use_aux:
+        model.model.visual.register_forward_hook(lambda m, i, o: store.__setitem__("vis", o))
+        model.model.language_model.layers[a.aux_pos_layer].register_forward_hook(lambda m, i, o: store.__setitem__("llm", o))
+    mb = dict(model=model, box_weight=a.box_weight, merge=model.vc["merge"], image_token_id=model.image_token_id)
 
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    nodecay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2] + ([heads.tgt.weight, heads.pos.weight] if use_aux else [])
+    nodecay = [p for n, p in model.named_parameters() if p.dim() < 2] + ([heads.tgt.bias, heads.pos.bias, heads.cat.weight] if use_aux else [])
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": nodecay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, 0.98))
     amp = dict(device_type="cuda", dtype=torch.bfloat16) if dev == "cuda" else None
-    curve, vcurve = [], []
+    curve, vcurve, ccurve = [], [], []
+
+    def forward(b):
+        """(total loss, lm loss, aux dict) for a batch."""
+        store.clear()
+        out = model(**{k: v for k, v in b.items() if k not in ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn")})
+        lm = lm_loss(out.logits, b["labels"], b["weights"])
+        aux = aux_losses(b, store, heads) if use_aux else {}
+        if a.aux_attn > 0:
+            al = attn_loss(b, store, model.model.language_model.layers[a.aux_attn_layer].self_attn, a.aux_attn_heads)
+            if al is not None:
+                aux["attn"] = al
+        tot = lm + a.aux_target * aux.get("tgt", 0.0) + a.aux_pos * aux.get("pos", 0.0) + a.aux_attn * aux.get("attn", 0.0)
+        return tot, lm, aux, out
 
     def evaluate():
+        """Held-out: loss, whole-trajectory exact (teacher-forced), crop-box tokens exact, and the auxiliary heads."""
         model.eval()
-        tot, n, ok_n, seqs = 0.0, 0, 0, 0
+        tot, n, ok_n, seqs, box_ok, box_n = 0.0, 0, 0, 0, 0, 0
+        auxs = {}
         with torch.no_grad():
             for i in range(0, len(val), a.bs):
-                b = make_batch(val[i:i + a.bs], pix, pad, dev)
+                b = make_batch(val[i:i + a.bs], pix, pad, dev, **mb)
                 with torch.autocast(**amp) if amp else torch.no_grad():
-                    out = model(**{k: v for k, v in b.items() if k != "labels"})
+                    _, _, aux, out = forward(b)
+                for k, v in aux.items():
+                    auxs.setdefault(k, []).append(float(v))
                 lab = b["labels"][:, 1:]
                 m = lab != -100
                 lg = out.logits[:, :-1].float()
                 ce = torch.nn.functional.cross_entropy(lg.transpose(1, 2), lab.clamp(min=0), reduction="none")
                 tot += float((ce * m).sum())
                 n += int(m.sum())
-                ok = (lg.argmax(-1) == lab) | ~m
+                hit = lg.argmax(-1) == lab
+                ok = hit | ~m
                 ok_n += int(ok.all(-1).sum())
                 seqs += ok.shape[0]
+                for j, r in enumerate(val[i:i + a.bs]):
+                    if r.get("box_at"):
+                        s_, e_ = r["box_at"]
+                        box_ok += int(hit[j, s_ - 1:e_ - 1].all())
+                        box_n += 1
         model.train()
-        return tot / max(n, 1), ok_n / max(seqs, 1)
+        return tot / max(n, 1), ok_n / max(seqs, 1), box_ok / max(box_n, 1), {k: sum(v) / len(v) for k, v in auxs.items()}
+
+    def vline(step):
+        vl, va, vb, aux = evaluate()
+        vcurve.append({"step": step, "t": round(time.time() - t0, 1), "val_loss": vl, "val_seq_exact": va, "val_box_exact": vb,
+                       **{f"val_aux_{k}": v for k, v in aux.items()}})
+        log(f"step:{step} - val/loss:{vl:.4f} - val/seq_exact:{va:.3f} - val/box_exact:{vb:.3f}"
+            + "".join(f" - val/aux_{k}:{v:.4f}" for k, v in aux.items()))
 
     order, step, epoch = [], 0, 0
     t0 = time.time()
@@ -356,29 +624,33 @@ def main():
             epoch += 1
         idx, order = order[:a.bs], order[a.bs:]
         ts = time.time()
-        b = make_batch([train[i] for i in idx], pix, pad, dev)
+        b = make_batch([train[i] for i in idx], pix, pad, dev, **mb)
         if amp:
             with torch.autocast(**amp):
-                loss = model(**b).loss
+                loss, lm, aux, _ = forward(b)
         else:
-            loss = model(**b).loss
+            loss, lm, aux, _ = forward(b)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        gn = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+        gn = float(torch.nn.utils.clip_grad_norm_(list(model.parameters()) + list(heads.parameters()), 1.0))
         opt.step()
         step += 1
         if step % a.log_every == 0 or step == 1:
-            lv = loss.item()
-            curve.append({"step": step, "t": round(time.time() - t0, 1), "loss": lv, "lr": lr, "grad_norm": gn, "epoch": epoch})
-            log(f"step:{step} - train/loss:{lv:.4f} - train/lr:{lr:.3e} - train/grad_norm:{gn:.3f} - train/epoch:{epoch} - perf/sec_per_step:{time.time() - ts:.3f}")
+            lv = lm.item()
+            av = {k: v.item() for k, v in aux.items()}
+            curve.append({"step": step, "t": round(time.time() - t0, 1), "loss": lv, "lr": lr, "grad_norm": gn, "epoch": epoch, **{f"aux_{k}": v for k, v in av.items()}})
+            log(f"step:{step} - train/loss:{lv:.4f} - train/lr:{lr:.3e} - train/grad_norm:{gn:.3f} - train/epoch:{epoch}"
+                + "".join(f" - train/aux_{k}:{v:.4f}" for k, v in av.items()) + f" - perf/sec_per_step:{time.time() - ts:.3f}")
         if val and step % a.val_every == 0:
-            vl, va = evaluate()
-            vcurve.append({"step": step, "t": round(time.time() - t0, 1), "val_loss": vl, "val_seq_exact": va})
-            log(f"step:{step} - val/loss:{vl:.4f} - val/seq_exact:{va:.3f}")
+            vline(step)
+        if val and a.crop_every and step % a.crop_every == 0:
+            model.eval()
+            c = crop_eval(model, [r for r in val if r.get("tgt") and r["kind"] == "zoom"][:a.crop_every_n], pix, tk, dev, [2, pad])
+            model.train()
+            ccurve.append({"step": step, "t": round(time.time() - t0, 1), "crop_hit": c["hit"], "where_ok": c["where"], "n": c["n"]})
+            log(f"step:{step} - val/crop_hit:{c['hit']:.3f} - val/where_ok:{c['where']:.3f} (n={c['n']})")
     if val:
-        vl, va = evaluate()
-        vcurve.append({"step": step, "t": round(time.time() - t0, 1), "val_loss": vl, "val_seq_exact": va})
-        log(f"step:{step} - val/loss:{vl:.4f} - val/seq_exact:{va:.3f}")
+        vline(step)
     train_s = time.time() - t0
 
     # greedy first turns on held-out scenes (PyTorch), to see tool calls before export
@@ -395,13 +667,16 @@ def main():
                         "reference": tk.decode(r["ids"][s0:r["spans"][0][1]], skip_special_tokens=False)})
     for s in samples[:3]:
         log(f"sample {s['qid']}: {json.dumps(s['generated'])[:240]}")
+    crop = crop_eval(model, [r for r in val if r.get("tgt") and r["kind"] == "zoom"][:a.crop_eval], pix, tk, dev, eos)
+    log(f"final/crop_hit:{crop['hit']:.3f} - final/where_ok:{crop['where']:.3f} - final/crop_parsed:{crop['parsed']:.3f} (n={crop['n']}, greedy first turns on held-out scenes)")
 
     model = model.float().cpu().eval()
     check = write_model(model, a.out, tok_dir, a.export, tk)
     metrics = {"params": nparam, "vision_params": nvis, "steps": step, "epochs": epoch, "batch_size": a.bs, "lr": a.lr, "minutes": a.minutes,
                "max_steps": a.max_steps, "train_seconds": round(train_s, 1), "init": a.init, "arch": None if (a.init or a.fresh_from) else a.arch, "fresh_from": a.fresh_from,
                "train_trajectories": len(train), "val_trajectories": len(val), "train_scenes": len(qids) - len(val_q), "val_scenes": len(val_q),
-               "curve": curve, "val_curve": vcurve, "greedy_samples": samples, "onnx_check": check,
+               "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "onnx_check": check,
+               "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "box_weight": a.box_weight},
                "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "torch": torch.__version__}
     with open(os.path.join(a.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
@@ -409,12 +684,23 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+        fig, ax = plt.subplots(1, 3, figsize=(15, 3.6))
         ax[0].plot([c["step"] for c in curve], [c["loss"] for c in curve], lw=0.8, label="train (batch)")
         ax[0].plot([c["step"] for c in vcurve], [c["val_loss"] for c in vcurve], "o-", ms=3, label="val (held-out scenes)")
         ax[0].set_yscale("log"); ax[0].set_xlabel("step"); ax[0].set_ylabel("loss (assistant tokens)"); ax[0].legend()
-        ax[1].plot([c["step"] for c in vcurve], [c["val_seq_exact"] for c in vcurve], "o-", ms=3)
-        ax[1].set_xlabel("step"); ax[1].set_ylabel("val: whole trajectory exact (teacher-forced)"); ax[1].set_ylim(0, 1)
+        ax[1].plot([c["step"] for c in vcurve], [c["val_seq_exact"] for c in vcurve], "o-", ms=3, label="whole trajectory exact (teacher-forced)")
+        if any("val_aux_top1" in c for c in vcurve):
+            ax[1].plot([c["step"] for c in vcurve], [c.get("val_aux_top1", float("nan")) for c in vcurve], "s-", ms=3, label="vision head: target token top-1")
+        if ccurve:
+            ax[1].plot([c["step"] for c in ccurve], [c["crop_hit"] for c in ccurve], "^-", ms=3, label="greedy crop contains target")
+            ax[1].plot([c["step"] for c in ccurve], [c["where_ok"] for c in ccurve], "v-", ms=3, label="greedy 'where' phrase right")
+        ax[1].set_xlabel("step"); ax[1].set_ylabel("held-out"); ax[1].set_ylim(0, 1); ax[1].legend(fontsize=7)
+        for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss")):
+            if any(key in c for c in vcurve):
+                ax[2].plot([c["step"] for c in vcurve], [c.get(key, float("nan")) for c in vcurve], "o-", ms=3, label=lab)
+        ax[2].set_yscale("log"); ax[2].set_xlabel("step"); ax[2].set_ylabel("auxiliary losses (held-out)")
+        if ax[2].lines:
+            ax[2].legend(fontsize=7)
         fig.suptitle("loupe-tiny SFT"); fig.tight_layout(); fig.savefig(os.path.join(a.out, "curves.png"), dpi=110)
     except Exception as e:  # the curves are a nicety; the model matters
         log(f"no curves.png: {e}")

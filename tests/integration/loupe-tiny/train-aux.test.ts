@@ -1,0 +1,34 @@
+/**
+ * models/loupe-tiny/train.py's auxiliary losses (vision target head, absolute-position probe, pointer loss on the
+ * first turn's attention, box-number weight), checked by models/loupe-tiny/check_train_aux.py on a hand-built
+ * trajectory with the tiny random model: the targets it derives, the batched pointer loss against a naive per-query
+ * recomputation of the attention, and that 40 Adam steps on the pointer loss alone more than halve it.
+ *
+ * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
+ */
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { requirePython } from './python';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+describe('train.py auxiliary losses', () => {
+  it('derive the right targets, match the naive attention, and can be learned', () => {
+    const python = requirePython(['torch', 'numpy', 'PIL']);
+    const r = spawnSync(python, ['models/loupe-tiny/check_train_aux.py'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, OMP_NUM_THREADS: '1' },
+    });
+    const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
+    expect(line, `no JSON line; stderr:\n${r.stderr.slice(-3000)}`).toBeDefined();
+    const res = JSON.parse(line!) as { ok: boolean; checks: Record<string, unknown> };
+    for (const k of ['annotate', 'pointer_targets', 'pointer_queries', 'position_targets', 'position_ids', 'box_weight', 'pointer_equals_naive', 'pointer_learnable']) {
+      expect(res.checks[k], `${k}: ${JSON.stringify(res.checks)}`).toBe(true);
+    }
+    expect(res.ok).toBe(true);
+    expect(r.status).toBe(0);
+  }, 120_000);
+});
