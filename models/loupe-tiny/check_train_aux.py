@@ -95,12 +95,21 @@ def main():
                                   torch.allclose(xy[:H * W], torch.stack([(q % W + 0.5) / W, (q // W + 0.5) / H], -1)))
     ref_pos, _ = model.rope_index(b["input_ids"], b["image_grid_thw"], None, b["attention_mask"])
     checks["position_ids"] = torch.equal(b["position_ids"], ref_pos)
+    checks["read_targets"] = torch.allclose(b["aux_read"], torch.tensor([[0.6, 0.8], [0.1, 0.05]]))
     checks["box_weight"] = float(b["weights"][0, s:e].min()) == 3.0 and float(b["weights"][0, :s].max()) == 1.0
 
     layer, heads_n = 1, 2
     store = {}
     model.model.language_model.layers[layer].self_attn.register_forward_pre_hook(lambda m_, args: store.__setitem__("attn_in", args[:3]))
     model(**{k: v for k, v in b.items() if k in ("input_ids", "attention_mask", "pixel_values", "image_grid_thw", "position_ids")})
+    store_r = {}
+    hk = model.model.language_model.layers[-1].register_forward_hook(lambda m_, i_, o: store_r.__setitem__("read", o))
+    with torch.no_grad():
+        model(**{k: v for k, v in b.items() if k in ("input_ids", "attention_mask", "pixel_values", "image_grid_thw", "position_ids")})
+    hk.remove()
+    heads = train.AuxHeads(model.model.visual.merger.mlp[2].out_features, model.tc["hidden"])
+    rd = train.aux_losses({**b, "aux_tgt": None, "aux_pos": None}, store_r, heads)
+    checks["read_loss"] = set(rd) == {"read"} and bool(torch.isfinite(rd["read"])) and float(rd["read"]) > 0
     got = train.attn_loss(b, store, model.model.language_model.layers[layer].self_attn, heads_n)
     x_in, cos, sin = store["attn_in"]
     refs = [naive_pointer(model, layer, heads_n, x_in, cos, sin, i, P[i][Pok[i]].tolist(), T[i].nonzero().flatten().tolist()) for i in range(2)]

@@ -219,10 +219,11 @@ class AuxHeads(torch.nn.Module):
         self.cat = torch.nn.Embedding(len(CATS), vis_dim)
         torch.nn.init.zeros_(self.cat.weight)
         self.pos = torch.nn.Linear(txt_dim, 2)
+        self.read = torch.nn.Linear(txt_dim, 2)
 
 
 def aux_losses(b, store, heads):
-    """(target loss, target top-1 hits, count, position MSE) for the batch `b` from the hooked activations in `store`."""
+    """{tgt, top1, pos, read} for the batch `b` from the hooked activations in `store` (each only when hooked)."""
     out = {}
     if b["aux_tgt"] is not None and "vis" in store:
         idx, valid, tgt, cats = b["aux_tgt"]
@@ -235,6 +236,12 @@ def aux_losses(b, store, heads):
         h = store["llm"].float()[rows, cols]
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)  # the residual stream's scale drifts; the probe should not care
         out["pos"] = torch.nn.functional.mse_loss(heads.pos(h), xy)
+    if b["aux_attn"] is not None and "read" in store:
+        rows, P, Pok, _ = b["aux_attn"]
+        h = store["read"].float()[rows[:, None], P]            # [R, Pmax, D]: the first turn's query positions
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        err = (heads.read(h) - b["aux_read"][:, None, :]).pow(2).mean(-1)
+        out["read"] = (err * Pok).sum() / Pok.sum().clamp(min=1)
     return out
 
 
@@ -360,6 +367,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             Pok[j, :len(p)] = True
             Tm[j, T] = True
         b["aux_attn"] = (torch.tensor([i for i, _, _ in attn_rows], device=dev), P.to(dev), Pok.to(dev), Tm.to(dev))
+        b["aux_read"] = torch.tensor([recs[i]["tgt"] for i, _, _ in attn_rows], device=dev, dtype=torch.float32)
     if pos_rows and image_token_id is not None:
         rows, cols, xy = [], [], []
         for i, H, W in pos_rows:
@@ -476,6 +484,8 @@ def main():
     ap.add_argument("--aux-attn", type=float, default=0.0, help="weight of the pointer loss: first-turn queries attend to the target's tokens")
     ap.add_argument("--aux-attn-layer", type=int, default=2)
     ap.add_argument("--aux-attn-heads", type=int, default=2, help="how many query heads of that layer are supervised")
+    ap.add_argument("--aux-read", type=float, default=0.0, help="weight of the read-out probe: the first turn's hidden states (layer --aux-read-layer) give the target's centre")
+    ap.add_argument("--aux-read-layer", type=int, default=-1, help="text layer whose output the read-out probe sees (-1: the last)")
     ap.add_argument("--first-turns", type=int, default=0, help="train on zoom first turns only, plus every N-th whole trajectory (0: off)")
     ap.add_argument("--box-weight", type=float, default=1.0, help="loss weight of the crop-box number tokens of zoom trajectories")
     ap.add_argument("--crop-every", type=int, default=0, help="also generate --crop-every-n held-out first turns every N steps (0: only at the end)")
@@ -533,18 +543,24 @@ def main():
     n_ann = annotate(train, tk) + annotate(val, tk)
     log(f"zoom trajectories with a target box: {n_ann} (train + val)")
     heads = AuxHeads(model.model.visual.merger.mlp[2].out_features, model.tc["hidden"]).to(dev)
+    aux_init = os.path.join(a.init, "aux_heads.safetensors") if a.init else None
+    if aux_init and os.path.exists(aux_init):  # a run resumed from one that trained the heads: keep them
+        heads.load_state_dict({k: v.float() for k, v in qt.load_safetensors(aux_init).items()})
+        log(f"auxiliary heads from {aux_init}")
     store = {}
     use_aux = a.aux_target > 0 or a.aux_pos > 0
     if a.aux_attn > 0:
         model.model.language_model.layers[a.aux_attn_layer].self_attn.register_forward_pre_hook(
             lambda m, args: store.__setitem__("attn_in", (args[0], args[1], args[2])))
+    if a.aux_read > 0:
+        model.model.language_model.layers[a.aux_read_layer].register_forward_hook(lambda m, i, o: store.__setitem__("read", o))
     if use_aux:
         model.model.visual.register_forward_hook(lambda m, i, o: store.__setitem__("vis", o))
         model.model.language_model.layers[a.aux_pos_layer].register_forward_hook(lambda m, i, o: store.__setitem__("llm", o))
     mb = dict(model=model, box_weight=a.box_weight, merge=model.vc["merge"], image_token_id=model.image_token_id)
 
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2] + ([heads.tgt.weight, heads.pos.weight] if use_aux else [])
-    nodecay = [p for n, p in model.named_parameters() if p.dim() < 2] + ([heads.tgt.bias, heads.pos.bias, heads.cat.weight] if use_aux else [])
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2] + [heads.tgt.weight, heads.pos.weight, heads.read.weight]
+    nodecay = [p for n, p in model.named_parameters() if p.dim() < 2] + [heads.tgt.bias, heads.pos.bias, heads.cat.weight, heads.read.bias]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": nodecay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, 0.98))
     amp = dict(device_type="cuda", dtype=torch.bfloat16) if dev == "cuda" else None
     curve, vcurve, ccurve = [], [], []
@@ -552,14 +568,14 @@ def main():
     def forward(b):
         """(total loss, lm loss, aux dict) for a batch."""
         store.clear()
-        out = model(**{k: v for k, v in b.items() if k not in ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn")})
+        out = model(**{k: v for k, v in b.items() if k not in ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read")})
         lm = lm_loss(out.logits, b["labels"], b["weights"])
-        aux = aux_losses(b, store, heads) if use_aux else {}
+        aux = aux_losses(b, store, heads) if (use_aux or a.aux_read > 0) else {}
         if a.aux_attn > 0:
             al = attn_loss(b, store, model.model.language_model.layers[a.aux_attn_layer].self_attn, a.aux_attn_heads)
             if al is not None:
                 aux["attn"] = al
-        tot = lm + a.aux_target * aux.get("tgt", 0.0) + a.aux_pos * aux.get("pos", 0.0) + a.aux_attn * aux.get("attn", 0.0)
+        tot = lm + a.aux_target * aux.get("tgt", 0.0) + a.aux_pos * aux.get("pos", 0.0) + a.aux_attn * aux.get("attn", 0.0) + a.aux_read * aux.get("read", 0.0)
         return tot, lm, aux, out
 
     def evaluate():
@@ -672,11 +688,14 @@ def main():
 
     model = model.float().cpu().eval()
     check = write_model(model, a.out, tok_dir, a.export, tk)
+    if use_aux or a.aux_read > 0:  # training-only, beside the model (never exported): lets a later run resume them
+        qt.save_safetensors({k: v.detach().float().cpu() for k, v in heads.state_dict().items()}, os.path.join(a.out, "aux_heads.safetensors"))
     metrics = {"params": nparam, "vision_params": nvis, "steps": step, "epochs": epoch, "batch_size": a.bs, "lr": a.lr, "minutes": a.minutes,
                "max_steps": a.max_steps, "train_seconds": round(train_s, 1), "init": a.init, "arch": None if (a.init or a.fresh_from) else a.arch, "fresh_from": a.fresh_from,
                "train_trajectories": len(train), "val_trajectories": len(val), "train_scenes": len(qids) - len(val_q), "val_scenes": len(val_q),
                "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "onnx_check": check,
-               "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "box_weight": a.box_weight},
+               "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "attn": a.aux_attn, "attn_layer": a.aux_attn_layer,
+                       "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight},
                "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "torch": torch.__version__}
     with open(os.path.join(a.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)

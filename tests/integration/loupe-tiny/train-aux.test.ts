@@ -25,7 +25,7 @@ describe('train.py auxiliary losses', () => {
     const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
     expect(line, `no JSON line; stderr:\n${r.stderr.slice(-3000)}`).toBeDefined();
     const res = JSON.parse(line!) as { ok: boolean; checks: Record<string, unknown> };
-    for (const k of ['annotate', 'pointer_targets', 'pointer_queries', 'position_targets', 'position_ids', 'box_weight', 'pointer_equals_naive', 'pointer_learnable']) {
+    for (const k of ['annotate', 'read_targets', 'read_loss', 'pointer_targets', 'pointer_queries', 'position_targets', 'position_ids', 'box_weight', 'pointer_equals_naive', 'pointer_learnable']) {
       expect(res.checks[k], `${k}: ${JSON.stringify(res.checks)}`).toBe(true);
     }
     expect(res.ok).toBe(true);
