@@ -714,7 +714,7 @@ def main():
             ax[1].plot([c["step"] for c in ccurve], [c["crop_hit"] for c in ccurve], "^-", ms=3, label="greedy crop contains target")
             ax[1].plot([c["step"] for c in ccurve], [c["where_ok"] for c in ccurve], "v-", ms=3, label="greedy 'where' phrase right")
         ax[1].set_xlabel("step"); ax[1].set_ylabel("held-out"); ax[1].set_ylim(0, 1); ax[1].legend(fontsize=7)
-        for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss")):
+        for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss"), ("val_aux_read", "read-out probe MSE")):
             if any(key in c for c in vcurve):
                 ax[2].plot([c["step"] for c in vcurve], [c.get(key, float("nan")) for c in vcurve], "o-", ms=3, label=lab)
         ax[2].set_yscale("log"); ax[2].set_xlabel("step"); ax[2].set_ylabel("auxiliary losses (held-out)")
