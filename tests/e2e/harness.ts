@@ -94,3 +94,21 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path: file, fullPage: false });
   return file;
 }
+
+/** A fresh app on a temporary workspace, a Chromium page open on the Training page (shared by the training e2e files). */
+export async function openTrainingPage(
+  workspacePrefix: string,
+  viewport: { width: number; height: number },
+): Promise<{ app: AppProcess; browser: Browser; page: Page; errors: string[] }> {
+  const app = await startApp(tempWorkspace(workspacePrefix));
+  const browser = await launchBrowser();
+  const { page, errors } = await newPage(browser, viewport);
+  await page.goto(`${app.openUrl}#/training`);
+  await page.getByTestId('training-page').waitFor();
+  return { app, browser, page, errors };
+}
+
+/** Wait until the open job view on the Training page shows `state`. */
+export async function waitJobViewState(page: Page, state: string, timeout = 60_000): Promise<void> {
+  await page.locator(`[data-testid=job-view] [data-testid=job-state][data-state="${state}"]`).waitFor({ timeout });
+}

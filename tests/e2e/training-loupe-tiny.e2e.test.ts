@@ -8,16 +8,12 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, newPage, ROOT, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
+import { openTrainingPage, ROOT, screenshot, waitJobViewState, type AppProcess } from './harness';
 
 type Doc = { querySelector(s: string): { textContent: string | null; getAttribute(a: string): string | null } | null };
 
 // loupe-tiny's own weights when the build has them; otherwise the tiny random model of the same architecture.
 const BASE = existsSync(path.join(ROOT, 'models/loupe-tiny/model/model.safetensors')) ? 'models/loupe-tiny/model' : 'models/tiny-random-qwen25vl';
-
-async function waitViewState(page: Page, state: string, timeout: number): Promise<void> {
-  await page.locator(`[data-testid=job-view] [data-testid=job-state][data-state="${state}"]`).waitFor({ timeout });
-}
 
 async function fill(page: Page, field: string, value: string): Promise<void> {
   await page.locator(`[data-field="${field}"] input`).fill(value);
@@ -29,11 +25,7 @@ describe('Training page · loupe-tiny local fine-tune', () => {
   let page: Page;
   let errors: string[];
   beforeAll(async () => {
-    app = await startApp(tempWorkspace('loupe-training-tiny-'));
-    browser = await launchBrowser();
-    ({ page, errors } = await newPage(browser, { width: 1440, height: 1100 }));
-    await page.goto(`${app.openUrl}#/training`);
-    await page.getByTestId('training-page').waitFor();
+    ({ app, browser, page, errors } = await openTrainingPage('loupe-training-tiny-', { width: 1440, height: 1100 }));
   });
   afterAll(async () => {
     await browser?.close();
@@ -79,7 +71,7 @@ describe('Training page · loupe-tiny local fine-tune', () => {
       { timeout: 240_000, polling: 100 },
     );
     await screenshot(page, 'training-loupe-tiny-running');
-    await waitViewState(page, 'succeeded', 240_000);
+    await waitJobViewState(page, 'succeeded', 240_000);
     const text = (await log.textContent()) ?? '';
     expect(text).toMatch(/step:1 - train\/loss:[\d.]+ - train\/lr:/);
     expect(text).toMatch(/step:3 - val\/loss:[\d.]+ - val\/seq_exact:/);
@@ -119,7 +111,7 @@ describe('Training page · loupe-tiny local fine-tune', () => {
     await page.getByTestId('script-preview').filter({ hasText: '--init /nonexistent/loupe-model' }).waitFor();
     await page.getByTestId('submit-job').click();
     await page.locator('[data-testid=job-view] .tr-jobview-title', { hasText: 'tiny-bad' }).waitFor();
-    await waitViewState(page, 'failed', 30_000);
+    await waitJobViewState(page, 'failed', 30_000);
     await page.getByTestId('job-log').filter({ hasText: 'loupe-tiny: base model folder /nonexistent/loupe-model does not exist' }).waitFor();
     await expect(page.getByTestId('job-log').textContent()).resolves.not.toContain('[1/3]');
     await expect(page.getByTestId('job-message').textContent()).resolves.toMatch(/exited with code 2/);

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, newPage, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
+import { openTrainingPage, screenshot, waitJobViewState, type AppProcess } from './harness';
 
 const SERVICES_ENV = process.env.LOUPE_CI_ENV ?? path.join(os.tmpdir(), 'loupe-ci', 'services.env');
 
@@ -25,11 +25,6 @@ function servicesEnv(): Record<string, string> | null {
 
 async function chartPoints(page: Page, metric: string): Promise<number> {
   return Number(await page.locator(`[data-testid=metric-chart][data-metric="${metric}"]`).getAttribute('data-points'));
-}
-
-/** Wait until the open job view shows `state`. */
-async function waitViewState(page: Page, state: string, timeout = 60_000): Promise<void> {
-  await page.locator(`[data-testid=job-view] [data-testid=job-state][data-state="${state}"]`).waitFor({ timeout });
 }
 
 async function submitCustom(page: Page, name: string, script?: string): Promise<string> {
@@ -55,11 +50,7 @@ describe('Training page', () => {
   let errors: string[];
   let firstKey = '';
   beforeAll(async () => {
-    app = await startApp(tempWorkspace('loupe-training-'));
-    browser = await launchBrowser();
-    ({ page, errors } = await newPage(browser, { width: 1440, height: 1000 }));
-    await page.goto(`${app.openUrl}#/training`);
-    await page.getByTestId('training-page').waitFor();
+    ({ app, browser, page, errors } = await openTrainingPage('loupe-training-', { width: 1440, height: 1000 }));
   });
   afterAll(async () => {
     await browser?.close();
@@ -112,7 +103,7 @@ describe('Training page', () => {
     const early = await chartPoints(page, 'critic/score/mean');
     expect(early).toBeGreaterThanOrEqual(1);
     await screenshot(page, 'training-live');
-    await waitViewState(page, 'succeeded');
+    await waitJobViewState(page, 'succeeded');
     const final = await chartPoints(page, 'critic/score/mean');
     expect(final).toBe(12);
     expect(final).toBeGreaterThan(early);
@@ -133,9 +124,9 @@ describe('Training page', () => {
 
   it('cancels a running job and shows its state in the view and the list', async () => {
     const key = await submitCustom(page, 'to-cancel', 'echo "waiting to be cancelled"\nsleep 300');
-    await waitViewState(page, 'running', 30_000);
+    await waitJobViewState(page, 'running', 30_000);
     await page.getByTestId('view-cancel').click();
-    await waitViewState(page, 'cancelled', 30_000);
+    await waitJobViewState(page, 'cancelled', 30_000);
     await page.locator(`[data-testid=job-row][data-key="${key}"] [data-testid=job-state][data-state="cancelled"]`).waitFor();
     // The backend's last log bytes may land just after the state flips: the log still shows what the job printed.
     await page.getByTestId('job-log').filter({ hasText: 'waiting to be cancelled' }).waitFor();
@@ -158,7 +149,7 @@ describe('Training page', () => {
       const d = (globalThis as unknown as { document: { querySelector(s: string): { getAttribute(a: string): string | null } | null } }).document;
       return d.querySelector('[data-testid=metric-chart][data-metric="critic/score/mean"]')?.getAttribute('data-baseline') === '12';
     });
-    await waitViewState(page, 'succeeded');
+    await waitJobViewState(page, 'succeeded');
     expect(await chart.getAttribute('data-points')).toBe('8');
     expect(await chart.locator('[data-testid=baseline-line]').count()).toBe(1);
     await screenshot(page, 'training-baseline');
@@ -205,7 +196,7 @@ describe('Training page', () => {
 
     const jobKey = await submitCustom(page, 'slurm-metrics');
     expect(jobKey).toMatch(/^ci-slurm\/\d+$/);
-    await waitViewState(page, 'succeeded', 90_000);
+    await waitJobViewState(page, 'succeeded', 90_000);
     expect(await chartPoints(page, 'critic/score/mean')).toBe(12);
     await expect(page.getByTestId('job-log').textContent()).resolves.toContain('synthetic verl-format metrics on');
     await screenshot(page, 'training-slurm-job');
@@ -218,7 +209,7 @@ describe('Training page', () => {
     expect(await page.getByTestId('job-row').count()).toBe(before);
     expect(before).toBeGreaterThanOrEqual(3);
     await page.locator(`[data-testid=job-row][data-key="${firstKey}"]`).click();
-    await waitViewState(page, 'succeeded');
+    await waitJobViewState(page, 'succeeded');
     expect(await chartPoints(page, 'critic/score/mean')).toBe(12);
     // The same view in the dark theme (for the screenshot; the theme switch itself is the shell test's).
     await page.goto(`${app.url}/#/settings`);
