@@ -6,6 +6,13 @@
    position targets are each global-view token's own centre; cached position ids equal rope_index's.
 3. attn_loss() (batched) equals a naive per-query recomputation of the layer's attention probabilities, row by row.
 4. The pointer loss can be learned: 40 Adam steps on it alone cut it by more than half.
+5. crop_target(): the target's centre inside the padded, clamped crop and the answer's glyph classes on hand-worked
+   cases, None where it does not apply; neighbourhood() at a corner and in the middle.
+6. make_batch() on whole zoom trajectories (global view, then a crop of another size): the reading head's rows are the
+   crop's 3x3 tokens in the tower's output (equal to the tower run on the crop alone), the reading pointer's keys are
+   those tokens' sequence positions and its queries the reading turn; the first-turn pointer still looks at the global
+   view. The batched reading-pointer loss equals the naive recomputation; the reading head can be learned (40 Adam
+   steps on it alone, tower + head); read_eval() runs (only that: the random model reads nothing).
 
 Prints one JSON line {"ok": bool, "checks": {...}} and exits 1 on any failure.
   python3 models/loupe-tiny/check_train_aux.py [--model models/tiny-random-qwen25vl]
@@ -34,6 +41,23 @@ def build_record(tk, grid, box, category="ring-digits", kind="zoom"):
     ids += tk.encode(text).ids + [im_end]
     return {"qid": "check-0", "kind": kind, "category": category, "ids": ids, "spans": [[s0, len(ids)]],
             "images": [{"key": "img", "grid": list(grid), "file": "img.png"}]}
+
+
+def build_zoom_record(tk, grid0, grid1, box, answer, category):
+    """A whole zoom trajectory: build_record's first turn, then the crop (image 2) in a user turn and the reading turn
+    (trajectories.ts's sentences)."""
+    r = build_record(tk, grid0, box, category=category)
+    t, h, w = grid1
+    vs, ve, pad_img = (tk.token_to_id(s) for s in ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>"))
+    im_start, im_end = tk.token_to_id("<|im_start|>"), tk.token_to_id("<|im_end|>")
+    ids = r["ids"] + tk.encode("\n").ids + [im_start] + tk.encode("user\n").ids + [vs] + [pad_img] * (t * h * w // 4) + [ve]
+    ids += tk.encode("Here is the cropped image.").ids + [im_end] + tk.encode("\n").ids + [im_start] + tk.encode("assistant\n").ids
+    s1 = len(ids)
+    text = (f"Now the digits inside the red ring are clear: {', '.join(answer)}. The number is \\boxed{{{answer}}}." if category == "ring-digits"
+            else f"Now the blue tag is clear: it shows the letter {answer}. The answer is \\boxed{{{answer}}}.")
+    ids += tk.encode(text).ids + [im_end]
+    return {**r, "ids": ids, "spans": r["spans"] + [[s1, len(ids)]], "answer": answer,
+            "images": r["images"] + [{"key": "crop", "grid": list(grid1), "file": "crop.png"}]}
 
 
 def naive_pointer(model, layer, heads_n, x_in, cos, sin, row, positions, targets):
@@ -130,6 +154,111 @@ def main():
         opt.step()
     checks["pointer_learnable"] = float(loss) < 0.5 * first
     checks["pointer_curve"] = {"start": round(first, 4), "end": round(float(loss), 4)}
+
+    # ---- reading signals: crop_target, neighbourhood
+    def rec(kind="zoom", n_img=2, category="ring-digits", answer="2653", n_spans=2):
+        return {"kind": kind, "category": category, "answer": answer, "spans": [[5, 9], [20, 30]][:n_spans],
+                "images": [{"grid": [1, 12, 8]}, {"grid": [1, 10, 14]}][:n_img]}
+    close = lambda got, want: got is not None and all(abs(g - w_) < 1e-9 for g, w_ in zip(got, want))
+    c, gl = train.crop_target(rec(), (0.40, 0.40, 0.50, 0.50))  # crop [0.3, 0.3, 0.6, 0.6], centre (0.45, 0.45) -> (0.5, 0.5)
+    # box at the top-left border: padded (-0.08, -0.05, 0.18, 0.22) -> clamped crop [0, 0, 0.18, 0.22];
+    # centre (0.05, 0.085) -> ((0.05 - 0) / 0.18, (0.085 - 0) / 0.22) = (5/18, 17/44)
+    c2, _ = train.crop_target(rec(), (0.02, 0.05, 0.08, 0.12))
+    # box at the bottom-right border: padded (0.8, 0.82, 1.08, 1.09) -> clamped crop [0.8, 0.82, 1, 1];
+    # centre (0.94, 0.955) -> ((0.94 - 0.8) / 0.2, (0.955 - 0.82) / 0.18) = (0.7, 0.75)
+    c3, _ = train.crop_target(rec(), (0.90, 0.92, 0.98, 0.99))
+    checks["crop_target_centre"] = close(c, (0.5, 0.5)) and close(c2, (5 / 18, 17 / 44)) and close(c3, (0.7, 0.75))
+    g7 = train.crop_target(rec(answer="7"), (0.4, 0.4, 0.5, 0.5))[1]
+    gU = train.crop_target(rec(category="tag-letter", answer="U"), (0.4, 0.4, 0.5, 0.5))[1]
+    checks["crop_target_glyphs"] = gl == [2, 6, 5, 3] and g7 == [7, 36, 36, 36] and gU == [30, 36, 36, 36] and len(train.GLYPHS) == 36
+    nones = [train.crop_target(x, (0.4, 0.4, 0.5, 0.5)) for x in
+             (rec(kind="recover"), rec(n_img=1), rec(category="box-dots", answer="3"), rec(answer="12345"), rec(n_spans=1))]
+    checks["crop_target_none"] = all(x == (None, None) for x in nones)
+    if not (checks["crop_target_centre"] and checks["crop_target_glyphs"] and checks["crop_target_none"]):
+        checks["crop_target_detail"] = {"centres": [c, c2, c3], "glyphs": [gl, g7, gU], "none": [x[0] for x in nones]}
+    checks["neighbourhood"] = (train.neighbourhood(0, 0, 5, 7) == [0, 0, 1, 0, 0, 1, 7, 7, 8] and       # corner: clamped, repeats
+                               train.neighbourhood(2, 3, 5, 7) == [9, 10, 11, 16, 17, 18, 23, 24, 25] and  # middle: rows 1-3 x cols 2-4
+                               train.neighbourhood(4, 6, 5, 7) == [26, 27, 27, 33, 34, 34, 33, 34, 34])    # far corner
+
+    # ---- reading signals in make_batch: two whole zoom trajectories around a one-image record
+    g0, g1 = (1, 12, 8), (1, 10, 14)  # global: merged 6 x 4 = 24 tokens; crop: merged 5 x 7 = 35 tokens
+    n0, H1, W1 = 24, 5, 7
+    zrecs = [build_zoom_record(tk, g0, g1, [0.40, 0.40, 0.50, 0.50], "2653", "ring-digits"),  # crop centre (0.5, 0.5) -> row 2, col 3
+             build_record(tk, g0, [0.5, 0.7, 0.7, 0.9]),                                      # one image: no reading signals
+             build_zoom_record(tk, g0, g1, [0.0, 0.0, 0.02, 0.02], "U", "tag-letter")]         # crop [0, 0, 0.12, 0.12]: centre (1/12, 1/12) -> row 0, col 0
+    for j, z in enumerate(zrecs):
+        z["qid"] = f"check-z{j}"
+        z["images"] = [{**im, "key": f"z{j}-{im['key']}"} for im in z["images"]]
+        for im in z["images"]:
+            pix[im["key"]] = torch.randint(0, 255, (im["grid"][1] * 14, im["grid"][2] * 14, 3), dtype=torch.uint8)
+    zrecs[1]["answer"] = "7"
+    train.annotate(zrecs, tk)
+    checks["annotate_crop_target"] = (close(zrecs[0]["ctgt"], (0.5, 0.5)) and zrecs[0]["glyph"] == [2, 6, 5, 3] and zrecs[1]["ctgt"] is None
+                                      and close(zrecs[2]["ctgt"], (1 / 12, 1 / 12)) and zrecs[2]["glyph"] == [30, 36, 36, 36])
+    bz = train.make_batch(zrecs, pix, 0, "cpu", model=model, merge=2, image_token_id=model.image_token_id)
+    # merged-token offsets in the tower's output: z0 global 0..23, z0 crop 24..58, z1 global 59..82, z2 global 83..106, z2 crop 107..141
+    want_g = [[24 + rr * W1 + cc for rr in (1, 2, 3) for cc in (2, 3, 4)],
+              [107 + rr * W1 + cc for rr in (0, 0, 1) for cc in (0, 0, 1)]]  # corner: row/col -1 clamped to 0, tokens repeat
+    gidx, glab = bz["aux_glyph"]
+    checks["glyph_rows"] = gidx.tolist() == want_g and glab.tolist() == [[2, 6, 5, 3], [30, 36, 36, 36]]
+    vis_store = {}
+    hv = model.model.visual.register_forward_hook(lambda m_, i_, o: vis_store.__setitem__("vis", o))
+    with torch.no_grad():
+        vis_all = model.model.visual(bz["pixel_values"], bz["image_grid_thw"])
+        crop_alone = model.model.visual(train.patches(pix[zrecs[0]["images"][1]["key"]], "cpu"), torch.tensor([g1]))
+    hv.remove()
+    crop_feats = crop_alone[[rr * W1 + cc for rr in (1, 2, 3) for cc in (2, 3, 4)]]
+    checks["glyph_rows_are_crop_tokens"] = vis_all.shape[0] == 142 and torch.allclose(vis_all[gidx[0]], crop_feats, atol=1e-5)
+    rows2, P2, Pok2, T2 = bz["aux_attn2"]
+    want_k, want_q = [], []
+    for j, (rr_, cc_) in ((0, ((1, 2, 3), (2, 3, 4))), (2, ((0, 1), (0, 1)))):
+        img_at_z = (bz["input_ids"][j] == model.image_token_id).nonzero().flatten()
+        crop_at = img_at_z[n0:]
+        want_k.append([int(crop_at[rr * W1 + cc]) for rr in rr_ for cc in cc_])  # 9 tokens; 4 distinct at the corner
+        s1, e1 = zrecs[j]["spans"][1]
+        want_q.append(list(range(s1 - 1, e1 - 1)))
+    reading_text = tk.decode(zrecs[0]["ids"][want_q[0][0] + 1:want_q[0][-1] + 1])
+    checks["attn2_keys"] = (rows2.tolist() == [0, 2] and [T2[j].nonzero().flatten().tolist() for j in range(2)] == want_k
+                            and len(img_at_z) == n0 + H1 * W1 and all(int(bz["input_ids"][2, k]) == model.image_token_id for k in want_k[1]))
+    checks["attn2_queries"] = [P2[j][Pok2[j]].tolist() for j in range(2)] == want_q and reading_text.startswith("Now the digits")
+    rows1, _, _, T1 = bz["aux_attn"]
+    want_k1 = []
+    for j, (rr_, cc_) in ((0, ((1, 2, 3), (0, 1, 2))), (1, ((3, 4, 5), (1, 2, 3))), (2, ((0, 1), (0, 1)))):  # centres (0.45,0.45), (0.6,0.8), (0.01,0.01) on 6 x 4
+        img_at_z = (bz["input_ids"][j] == model.image_token_id).nonzero().flatten()
+        want_k1.append(sorted(int(img_at_z[rr * 4 + cc]) for rr in rr_ for cc in cc_))
+    checks["attn_keys_global_view"] = rows1.tolist() == [0, 1, 2] and [T1[j].nonzero().flatten().tolist() for j in range(3)] == want_k1
+
+    store.clear()
+    with torch.no_grad():
+        model(**{k: v for k, v in bz.items() if k in ("input_ids", "attention_mask", "pixel_values", "image_grid_thw", "position_ids")})
+        got2 = train.attn_loss({"aux_attn": bz["aux_attn2"]}, store, model.model.language_model.layers[layer].self_attn, heads_n)
+        x_in, cos, sin = store["attn_in"]
+        ref2 = torch.cat([naive_pointer(model, layer, heads_n, x_in, cos, sin, int(rows2[j]), P2[j][Pok2[j]].tolist(), T2[j].nonzero().flatten().tolist())
+                          for j in range(2)]).mean()
+    checks["attn2_equals_naive"] = abs(float(got2) - float(ref2)) < 1e-4 * max(1.0, abs(float(ref2)))
+    checks["attn2_values"] = {"batched": round(float(got2), 6), "naive": round(float(ref2), 6)}
+
+    heads = train.AuxHeads(model.model.visual.merger.mlp[2].out_features, model.tc["hidden"])
+    hv = model.model.visual.register_forward_hook(lambda m_, i_, o: vis_store.__setitem__("vis", o))
+    opt = torch.optim.Adam(list(model.model.visual.parameters()) + list(heads.glyph.parameters()), lr=3e-3)
+    curve = []
+    for _ in range(40):
+        vis_store.clear()
+        model.model.visual(bz["pixel_values"], bz["image_grid_thw"])
+        out = train.aux_losses({**bz, "aux_tgt": None, "aux_pos": None, "aux_attn": None}, vis_store, heads)
+        curve.append((float(out["glyph"].detach()), float(out["glyph_exact"])))
+        opt.zero_grad()
+        out["glyph"].backward()
+        opt.step()
+    hv.remove()
+    # a per-slot bias alone gets to ln 2 (each slot is one of two classes here); exact on both needs the crop tokens
+    checks["glyph_learnable"] = set(out) == {"glyph", "glyph_exact"} and curve[-1][0] < 0.5 * curve[0][0] and curve[-1][1] == 1.0
+    checks["glyph_curve"] = {"start": round(curve[0][0], 4), "end": round(curve[-1][0], 4), "exact_start": curve[0][1], "exact_end": curve[-1][1]}
+
+    model.eval()
+    rd_ev = train.read_eval(model, [zrecs[0]], pix, tk, "cpu", [2, 0])
+    checks["read_eval_runs_only"] = set(rd_ev) == {"n", "acc", "consistent"} and rd_ev["n"] == 1 and 0 <= rd_ev["acc"] <= 1 and 0 <= rd_ev["consistent"] <= 1
+    checks["read_eval_values"] = rd_ev
 
     ok = all(v for k, v in checks.items() if isinstance(v, bool))
     print(json.dumps({"ok": ok, "checks": checks}))

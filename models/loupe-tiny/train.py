@@ -185,7 +185,7 @@ def annotate(recs, tk):
     first call is deliberately off or absent) and the token positions of that call's four box numbers."""
     n = 0
     for r in recs:
-        r["tgt"], r["box_at"] = None, None
+        r["tgt"], r["box_at"], r["ctgt"], r["glyph"] = None, None, None, None
         if not (r["kind"] == "zoom" or r["kind"].startswith("zoom-first")) or not r["images"] or r["images"][0]["grid"][0] != 1:
             continue
         s0, e0 = r["spans"][0]
@@ -194,6 +194,7 @@ def annotate(recs, tk):
             continue
         x1, y1, x2, y2 = [float(v) for v in m.group(1).split(",")]
         r["tgt"] = ((x1 + x2) / 2, (y1 + y2) / 2)
+        r["ctgt"], r["glyph"] = crop_target(r, (x1, y1, x2, y2))
         toks = [tk.id_to_token(i) or "" for i in r["ids"][s0:e0]]
         try:
             k = next(i for i, t in enumerate(toks) if "bbox" in t)
@@ -204,6 +205,33 @@ def annotate(recs, tk):
             pass
         n += 1
     return n
+
+
+GLYPHS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # + "none" at index len(GLYPHS)
+GLYPH_SLOTS = 4  # ring-digits has 2-4 digits, tag-letter one letter
+
+
+def crop_target(r, box):
+    """For a whole zoom trajectory (global view, then the crop its first call made): the target's centre inside the crop
+    image (normalized), and the answer as glyph classes for the reading head. The crop is the call box padded by 0.1 on
+    each side and clamped to the image (Pixel Reasoner's rule, the one the dialect's crop tool applies)."""
+    if r["kind"] != "zoom" or len(r["images"]) < 2 or r["images"][1]["grid"][0] != 1 or len(r.get("spans", [])) < 2:
+        return None, None
+    ans = str(r.get("answer", "")).upper()
+    if r.get("category") not in ("ring-digits", "tag-letter") or not (0 < len(ans) <= GLYPH_SLOTS) or any(c not in GLYPHS for c in ans):
+        return None, None
+    x1, y1, x2, y2 = box
+    px1, py1, px2, py2 = max(0.0, x1 - 0.1), max(0.0, y1 - 0.1), min(1.0, x2 + 0.1), min(1.0, y2 + 0.1)
+    if px2 <= px1 or py2 <= py1:
+        return None, None
+    cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+    glyph = [GLYPHS.index(c) for c in ans] + [len(GLYPHS)] * (GLYPH_SLOTS - len(ans))
+    return ((cx - px1) / (px2 - px1), (cy - py1) / (py2 - py1)), glyph
+
+
+def neighbourhood(row, col, H, W):
+    """Row-major indices of the 3x3 merged tokens around (row, col), clamped at the border (a border token repeats)."""
+    return [min(H - 1, max(0, rr)) * W + min(W - 1, max(0, cc)) for rr in (row - 1, row, row + 1) for cc in (col - 1, col, col + 1)]
 
 
 class AuxHeads(torch.nn.Module):
@@ -220,6 +248,8 @@ class AuxHeads(torch.nn.Module):
         torch.nn.init.zeros_(self.cat.weight)
         self.pos = torch.nn.Linear(txt_dim, 2)
         self.read = torch.nn.Linear(txt_dim, 2)
+        # reading: the crop's 3x3 tokens around the target -> the answer's glyphs, slot by slot (tower-side signal)
+        self.glyph = torch.nn.Linear(9 * vis_dim, GLYPH_SLOTS * (len(GLYPHS) + 1))
 
 
 def aux_losses(b, store, heads):
@@ -231,6 +261,12 @@ def aux_losses(b, store, heads):
         s = heads.tgt(torch.tanh(f)).squeeze(-1).masked_fill(~valid, -1e4)
         out["tgt"] = torch.nn.functional.cross_entropy(s, tgt)
         out["top1"] = (s.argmax(-1) == tgt).float().mean()
+    if b.get("aux_glyph") is not None and "vis" in store:
+        idx, lab = b["aux_glyph"]                            # [G, 9] token rows into the tower's output, [G, SLOTS]
+        f = store["vis"].float()[idx].flatten(1)
+        lg = heads.glyph(torch.tanh(f)).view(len(idx), GLYPH_SLOTS, -1)
+        out["glyph"] = torch.nn.functional.cross_entropy(lg.transpose(1, 2), lab)
+        out["glyph_exact"] = (lg.argmax(-1) == lab).all(-1).float().mean()
     if b["aux_pos"] is not None and "llm" in store:
         rows, cols, xy = b["aux_pos"]
         h = store["llm"].float()[rows, cols]
@@ -307,7 +343,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
     wts = torch.ones((len(recs), L))
     pos = torch.zeros((3, len(recs), L), dtype=torch.long)
     pvs, thws = [], []
-    tgt_rows, pos_rows, off = [], [], 0
+    tgt_rows, pos_rows, glyph_rows, off = [], [], [], 0
     for i, r in enumerate(recs):
         n = len(r["ids"])
         ids[i, :n] = torch.tensor(r["ids"])
@@ -329,10 +365,15 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
                     cx, cy = r["tgt"]
                     tgt_rows.append((off, ntok, int(min(H - 1, cy * H)) * W + int(min(W - 1, cx * W)), CATS.get(r.get("category"), 0)))
                 pos_rows.append((i, H, W))
+            if j == 1 and t == 1 and model is not None and r.get("ctgt"):
+                H, W = h // merge, w // merge
+                cx, cy = r["ctgt"]
+                row, col = int(min(H - 1, cy * H)), int(min(W - 1, cx * W))
+                glyph_rows.append(([off + k for k in neighbourhood(row, col, H, W)], r["glyph"]))
             off += ntok
     b = dict(input_ids=ids.to(dev), attention_mask=att.to(dev), labels=lab.to(dev), pixel_values=torch.cat(pvs) if pvs else None,
              image_grid_thw=torch.tensor(thws, device=dev) if thws else None)
-    b["aux_tgt"] = b["aux_pos"] = b["aux_attn"] = None
+    b["aux_tgt"] = b["aux_pos"] = b["aux_attn"] = b["aux_attn2"] = b["aux_glyph"] = None
     if model is None:
         return b
     b["position_ids"] = pos.to(dev)
@@ -344,8 +385,21 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         valid = torch.stack([ar < n for _, n, _, _ in tgt_rows])
         b["aux_tgt"] = (idx.to(dev), valid.to(dev), torch.tensor([t for _, _, t, _ in tgt_rows], device=dev),
                         torch.tensor([c for _, _, _, c in tgt_rows], device=dev))
-    attn_rows = []
+    if glyph_rows:
+        b["aux_glyph"] = (torch.tensor([g for g, _ in glyph_rows], device=dev), torch.tensor([l for _, l in glyph_rows], device=dev))
+    attn_rows, attn2_rows = [], []
     for i, r in enumerate(recs):
+        if r.get("ctgt") and image_token_id is not None:  # the reading turn looks at the target inside the crop
+            t0_, h0, w0 = r["images"][0]["grid"]
+            _, h1, w1 = r["images"][1]["grid"]
+            n0 = t0_ * h0 * w0 // (merge * merge)
+            H, W = h1 // merge, w1 // merge
+            at = (ids[i] == image_token_id).nonzero().flatten()[n0:n0 + H * W]
+            cx, cy = r["ctgt"]
+            row, col = int(min(H - 1, cy * H)), int(min(W - 1, cx * W))
+            T = sorted({int(at[k]) for k in neighbourhood(row, col, H, W)})
+            s1, e1 = r["spans"][1]
+            attn2_rows.append((i, list(range(s1 - 1, e1 - 1)), T))
         if not (r.get("tgt") and r.get("box_at") and image_token_id is not None):
             continue
         t, h, w = r["images"][0]["grid"]
@@ -356,18 +410,10 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         T = [int(at[rr * W + cc]) for rr in range(max(0, row - 1), min(H, row + 2)) for cc in range(max(0, col - 1), min(W, col + 2))]
         attn_rows.append((i, list(range(r["spans"][0][0] - 1, r["box_at"][1] - 1)), T))
     if attn_rows:
-        pm = max(len(p) for _, p, _ in attn_rows)
-        Lk = max(max(p) for _, p, _ in attn_rows) + 1
-        P = torch.zeros(len(attn_rows), pm, dtype=torch.long)
-        Pok = torch.zeros(len(attn_rows), pm, dtype=torch.bool)
-        Tm = torch.zeros(len(attn_rows), Lk, dtype=torch.bool)
-        for j, (_, p, T) in enumerate(attn_rows):
-            P[j, :len(p)] = torch.tensor(p)
-            P[j, len(p):] = p[-1]
-            Pok[j, :len(p)] = True
-            Tm[j, T] = True
-        b["aux_attn"] = (torch.tensor([i for i, _, _ in attn_rows], device=dev), P.to(dev), Pok.to(dev), Tm.to(dev))
+        b["aux_attn"] = pointer_rows(attn_rows, dev)
         b["aux_read"] = torch.tensor([recs[i]["tgt"] for i, _, _ in attn_rows], device=dev, dtype=torch.float32)
+    if attn2_rows:
+        b["aux_attn2"] = pointer_rows(attn2_rows, dev)
     if pos_rows and image_token_id is not None:
         rows, cols, xy = [], [], []
         for i, H, W in pos_rows:
@@ -378,6 +424,21 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             xy.append(torch.stack([(q % W + 0.5) / W, (q // W + 0.5) / H], -1))
         b["aux_pos"] = (torch.cat(rows).to(dev), torch.cat(cols).to(dev), torch.cat(xy).to(dev))
     return b
+
+
+def pointer_rows(rows, dev):
+    """(row ids, query positions [R, Pmax], valid [R, Pmax], target-key mask [R, Lk]) for attn_loss, from (row, queries, keys)."""
+    pm = max(len(p) for _, p, _ in rows)
+    Lk = max(max(p) for _, p, _ in rows) + 1
+    P = torch.zeros(len(rows), pm, dtype=torch.long)
+    Pok = torch.zeros(len(rows), pm, dtype=torch.bool)
+    Tm = torch.zeros(len(rows), Lk, dtype=torch.bool)
+    for j, (_, p, T) in enumerate(rows):
+        P[j, :len(p)] = torch.tensor(p)
+        P[j, len(p):] = p[-1]
+        Pok[j, :len(p)] = True
+        Tm[j, [t for t in T if t < Lk]] = True
+    return (torch.tensor([i for i, _, _ in rows], device=dev), P.to(dev), Pok.to(dev), Tm.to(dev))
 
 
 def lm_loss(logits, labels, weights):
@@ -412,6 +473,30 @@ def crop_eval(model, recs, pix, tk, dev, eos):
         hit += int(x1 <= cx <= x2 and y1 <= cy <= y2)
     n = max(1, len(recs))
     return {"n": len(recs), "hit": hit / n, "where": where_ok / n, "parsed": parsed / n}
+
+
+BOXED = re.compile(r"\\boxed\{([^}]*)\}")
+
+
+def read_eval(model, recs, pix, tk, dev, eos):
+    """Greedy reading turns on held-out zoom trajectories, given the gold first turn and the crop it made: is the boxed
+    answer right, and does it equal what the turn says it read (the glyphs listed before it)?"""
+    ok = consistent = 0
+    for r in recs:
+        s1 = r["spans"][1][0]
+        ims = r["images"][:2]
+        with torch.no_grad():
+            g = model.generate(torch.tensor([r["ids"][:s1]], device=dev), torch.cat([patches(pix[im["key"]], dev) for im in ims]),
+                               torch.tensor([im["grid"] for im in ims], device=dev), max_new_tokens=60, eos_ids=eos, temperature=0)
+        text = tk.decode(g[0].tolist(), skip_special_tokens=False)
+        m = BOXED.search(text)
+        got = m.group(1).strip().upper() if m else None
+        ok += int(got == str(r["answer"]).upper())
+        said = re.search(r"clear: (.*?)\. The", text)
+        said = said.group(1).replace(", ", "").replace("it shows the letter ", "").upper() if said else None
+        consistent += int(got is not None and said == got)
+    n = max(1, len(recs))
+    return {"n": len(recs), "acc": ok / n, "consistent": consistent / n}
 
 
 def write_model(model, out, tok_dir, export, tk=None):
@@ -486,6 +571,9 @@ def main():
     ap.add_argument("--aux-attn-heads", type=int, default=2, help="how many query heads of that layer are supervised")
     ap.add_argument("--aux-read", type=float, default=0.0, help="weight of the read-out probe: the first turn's hidden states (layer --aux-read-layer) give the target's centre")
     ap.add_argument("--aux-read-layer", type=int, default=-1, help="text layer whose output the read-out probe sees (-1: the last)")
+    ap.add_argument("--aux-glyph", type=float, default=0.0, help="weight of the reading head: the crop's 3x3 tokens around the target give the answer's glyphs (vision tower)")
+    ap.add_argument("--aux-attn2", type=float, default=0.0, help="weight of the reading pointer: the reading turn's queries (layer --aux-attn-layer) attend to the target inside the crop")
+    ap.add_argument("--read-eval", type=int, default=40, help="held-out reading turns to generate at the end (gold first turn and crop given): answer accuracy")
     ap.add_argument("--first-turns", type=int, default=0, help="train on zoom first turns only, plus every N-th whole trajectory (0: off)")
     ap.add_argument("--box-weight", type=float, default=1.0, help="loss weight of the crop-box number tokens of zoom trajectories")
     ap.add_argument("--crop-every", type=int, default=0, help="also generate --crop-every-n held-out first turns every N steps (0: only at the end)")
@@ -545,11 +633,13 @@ def main():
     heads = AuxHeads(model.model.visual.merger.mlp[2].out_features, model.tc["hidden"]).to(dev)
     aux_init = os.path.join(a.init, "aux_heads.safetensors") if a.init else None
     if aux_init and os.path.exists(aux_init):  # a run resumed from one that trained the heads: keep them
-        heads.load_state_dict({k: v.float() for k, v in qt.load_safetensors(aux_init).items()})
+        missing, _ = heads.load_state_dict({k: v.float() for k, v in qt.load_safetensors(aux_init).items()}, strict=False)
+        if missing:
+            log(f"auxiliary heads new in this run: {', '.join(missing)}")
         log(f"auxiliary heads from {aux_init}")
     store = {}
-    use_aux = a.aux_target > 0 or a.aux_pos > 0
-    if a.aux_attn > 0:
+    use_aux = a.aux_target > 0 or a.aux_pos > 0 or a.aux_glyph > 0
+    if a.aux_attn > 0 or a.aux_attn2 > 0:
         model.model.language_model.layers[a.aux_attn_layer].self_attn.register_forward_pre_hook(
             lambda m, args: store.__setitem__("attn_in", (args[0], args[1], args[2])))
     if a.aux_read > 0:
@@ -559,8 +649,8 @@ def main():
         model.model.language_model.layers[a.aux_pos_layer].register_forward_hook(lambda m, i, o: store.__setitem__("llm", o))
     mb = dict(model=model, box_weight=a.box_weight, merge=model.vc["merge"], image_token_id=model.image_token_id)
 
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2] + [heads.tgt.weight, heads.pos.weight, heads.read.weight]
-    nodecay = [p for n, p in model.named_parameters() if p.dim() < 2] + [heads.tgt.bias, heads.pos.bias, heads.cat.weight, heads.read.bias]
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2] + [heads.tgt.weight, heads.pos.weight, heads.read.weight, heads.glyph.weight]
+    nodecay = [p for n, p in model.named_parameters() if p.dim() < 2] + [heads.tgt.bias, heads.pos.bias, heads.cat.weight, heads.read.bias, heads.glyph.bias]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": nodecay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, 0.98))
     amp = dict(device_type="cuda", dtype=torch.bfloat16) if dev == "cuda" else None
     curve, vcurve, ccurve = [], [], []
@@ -568,14 +658,18 @@ def main():
     def forward(b):
         """(total loss, lm loss, aux dict) for a batch."""
         store.clear()
-        out = model(**{k: v for k, v in b.items() if k not in ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read")})
+        out = model(**{k: v for k, v in b.items() if k not in ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph")})
         lm = lm_loss(out.logits, b["labels"], b["weights"])
         aux = aux_losses(b, store, heads) if (use_aux or a.aux_read > 0) else {}
+        attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn
         if a.aux_attn > 0:
-            al = attn_loss(b, store, model.model.language_model.layers[a.aux_attn_layer].self_attn, a.aux_attn_heads)
+            al = attn_loss(b, store, attn_mod, a.aux_attn_heads)
             if al is not None:
                 aux["attn"] = al
-        tot = lm + a.aux_target * aux.get("tgt", 0.0) + a.aux_pos * aux.get("pos", 0.0) + a.aux_attn * aux.get("attn", 0.0) + a.aux_read * aux.get("read", 0.0)
+        if a.aux_attn2 > 0 and b["aux_attn2"] is not None:
+            aux["attn2"] = attn_loss({"aux_attn": b["aux_attn2"]}, store, attn_mod, a.aux_attn_heads)
+        tot = (lm + a.aux_target * aux.get("tgt", 0.0) + a.aux_pos * aux.get("pos", 0.0) + a.aux_attn * aux.get("attn", 0.0) + a.aux_read * aux.get("read", 0.0)
+               + a.aux_glyph * aux.get("glyph", 0.0) + a.aux_attn2 * aux.get("attn2", 0.0))
         return tot, lm, aux, out
 
     def evaluate():
@@ -662,9 +756,10 @@ def main():
         if val and a.crop_every and step % a.crop_every == 0:
             model.eval()
             c = crop_eval(model, [r for r in val if r.get("tgt") and r["kind"] == "zoom"][:a.crop_every_n], pix, tk, dev, [2, pad])
+            rd = read_eval(model, [r for r in val if r.get("ctgt")][:a.crop_every_n], pix, tk, dev, [2, pad])
             model.train()
-            ccurve.append({"step": step, "t": round(time.time() - t0, 1), "crop_hit": c["hit"], "where_ok": c["where"], "n": c["n"]})
-            log(f"step:{step} - val/crop_hit:{c['hit']:.3f} - val/where_ok:{c['where']:.3f} (n={c['n']})")
+            ccurve.append({"step": step, "t": round(time.time() - t0, 1), "crop_hit": c["hit"], "where_ok": c["where"], "n": c["n"], "read_acc": rd["acc"]})
+            log(f"step:{step} - val/crop_hit:{c['hit']:.3f} - val/where_ok:{c['where']:.3f} - val/read_acc:{rd['acc']:.3f} (n={c['n']})")
     if val:
         vline(step)
     train_s = time.time() - t0
@@ -685,6 +780,8 @@ def main():
         log(f"sample {s['qid']}: {json.dumps(s['generated'])[:240]}")
     crop = crop_eval(model, [r for r in val if r.get("tgt") and r["kind"] == "zoom"][:a.crop_eval], pix, tk, dev, eos)
     log(f"final/crop_hit:{crop['hit']:.3f} - final/where_ok:{crop['where']:.3f} - final/crop_parsed:{crop['parsed']:.3f} (n={crop['n']}, greedy first turns on held-out scenes)")
+    read = read_eval(model, [r for r in val if r.get("ctgt")][:a.read_eval], pix, tk, dev, eos)
+    log(f"final/read_acc:{read['acc']:.3f} - final/read_said_eq_boxed:{read['consistent']:.3f} (n={read['n']}, greedy reading turns on held-out scenes, gold crop)")
 
     model = model.float().cpu().eval()
     check = write_model(model, a.out, tok_dir, a.export, tk)
@@ -693,9 +790,10 @@ def main():
     metrics = {"params": nparam, "vision_params": nvis, "steps": step, "epochs": epoch, "batch_size": a.bs, "lr": a.lr, "minutes": a.minutes,
                "max_steps": a.max_steps, "train_seconds": round(train_s, 1), "init": a.init, "arch": None if (a.init or a.fresh_from) else a.arch, "fresh_from": a.fresh_from,
                "train_trajectories": len(train), "val_trajectories": len(val), "train_scenes": len(qids) - len(val_q), "val_scenes": len(val_q),
-               "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "onnx_check": check,
+               "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "read_eval": read, "onnx_check": check,
                "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "attn": a.aux_attn, "attn_layer": a.aux_attn_layer,
-                       "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight},
+                       "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight,
+                       "glyph": a.aux_glyph, "attn2": a.aux_attn2},
                "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "torch": torch.__version__}
     with open(os.path.join(a.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
@@ -713,8 +811,12 @@ def main():
         if ccurve:
             ax[1].plot([c["step"] for c in ccurve], [c["crop_hit"] for c in ccurve], "^-", ms=3, label="greedy crop contains target")
             ax[1].plot([c["step"] for c in ccurve], [c["where_ok"] for c in ccurve], "v-", ms=3, label="greedy 'where' phrase right")
+            if any("read_acc" in c for c in ccurve):
+                ax[1].plot([c["step"] for c in ccurve], [c.get("read_acc", float("nan")) for c in ccurve], "D-", ms=3, label="greedy reading (gold crop) right")
+        if any("val_aux_glyph_exact" in c for c in vcurve):
+            ax[1].plot([c["step"] for c in vcurve], [c.get("val_aux_glyph_exact", float("nan")) for c in vcurve], "x-", ms=3, label="reading head: glyphs exact")
         ax[1].set_xlabel("step"); ax[1].set_ylabel("held-out"); ax[1].set_ylim(0, 1); ax[1].legend(fontsize=7)
-        for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss"), ("val_aux_read", "read-out probe MSE")):
+        for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss"), ("val_aux_read", "read-out probe MSE"), ("val_aux_glyph", "reading head loss"), ("val_aux_attn2", "reading pointer loss")):
             if any(key in c for c in vcurve):
                 ax[2].plot([c["step"] for c in vcurve], [c.get(key, float("nan")) for c in vcurve], "o-", ms=3, label=lab)
         ax[2].set_yscale("log"); ax[2].set_xlabel("step"); ax[2].set_ylabel("auxiliary losses (held-out)")

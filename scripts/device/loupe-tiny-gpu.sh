@@ -2,7 +2,8 @@
 # loupe-tiny on one GPU machine, start to end, in the background (setsid) so it outlives the device call that starts it:
 # data (scripts/device/datagen.ts through Loupe's own loop, on the CPU cores) → SFT (train.py) → RL (rl.py) → weights in
 # fp16, split for the transfer limit. Progress: $W/status, logs in $W/*.log.
-#   [TRAIN_ARGS="--aux-target 1 ..."] [TRAIN_ARGS_B="... a second variant"] [WORKERS=16] bash scripts/device/loupe-tiny-gpu.sh W NODE_PACK.tar.xz DATA_SECONDS TRAIN_MINUTES RL_MINUTES
+# RL_MIN=0 skips RL and its scenes. SEEDS / N_PER_SEED: the SFT data's seeds (default 1000-1599, 50 scenes each).
+#   [SEEDS=A-B] [N_PER_SEED=50] [WAIT_FOR=INIT/model.safetensors] [TRAIN_ARGS="--aux-target 1 ..."] [TRAIN_ARGS_B="... a second variant"] [WORKERS=16] bash scripts/device/loupe-tiny-gpu.sh W NODE_PACK.tar.xz DATA_SECONDS TRAIN_MINUTES RL_MINUTES
 set -uo pipefail
 W=${1:?work dir}; PACK=${2:?node pack}; DATA_S=${3:-600}; TRAIN_MIN=${4:-9}; RL_MIN=${5:-2.5}
 mkdir -p "$W"
@@ -12,13 +13,18 @@ tar -C "$W" -xJf "$PACK" || { st "unpack failed"; exit 1; }
 NODE="$W/node-pack/node"
 TOK=models/tiny-random-qwen25vl
 # RL and held-out scenes (kept with their images), then the SFT data until the deadline
-"$NODE" "$W/node-pack/datagen.mjs" --seeds 7001-7002 --n 50 --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/rl" --workers 2 --keep-scenes > "$W/datagen-rl.log" 2>&1 &
-"$NODE" "$W/node-pack/datagen.mjs" --seeds 8 --n 40 --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/heldout" --workers 1 --keep-scenes > "$W/datagen-heldout.log" 2>&1 &
+[ "$RL_MIN" != 0 ] && "$NODE" "$W/node-pack/datagen.mjs" --seeds 7001-7002 --n 50 --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/rl" --workers 2 --keep-scenes > "$W/datagen-rl.log" 2>&1 &
+[ "$RL_MIN" != 0 ] && "$NODE" "$W/node-pack/datagen.mjs" --seeds 8 --n 40 --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/heldout" --workers 1 --keep-scenes > "$W/datagen-heldout.log" 2>&1 &
 st datagen
-"$NODE" "$W/node-pack/datagen.mjs" --seeds 1000-1599 --n 50 --video 1 --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/data" \
+"$NODE" "$W/node-pack/datagen.mjs" --seeds "${SEEDS:-1000-1599}" --n "${N_PER_SEED:-50}" --video 1 --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/data" \
   --workers "${WORKERS:-18}" --deadline-s "$DATA_S" > "$W/datagen.log" 2>&1
 wait
-st "datagen done: $(ls -d "$W"/data/prep-* 2>/dev/null | grep -vc tmp) seeds"
+st "datagen done: $(ls -d "$W"/data/prep-* 2>/dev/null | grep -vc "\.tmp") seeds"
+# WAIT_FOR=PATH: weights for --init that a later device call carries (one call cannot carry them with the node pack)
+if [ -n "${WAIT_FOR:-}" ]; then
+  for _ in $(seq 300); do [ -e "$WAIT_FOR" ] && break; sleep 1; done
+  [ -e "$WAIT_FOR" ] || { st "missing $WAIT_FOR"; exit 1; }
+fi
 # SFT: up to two variants side by side on the one GPU (a 12 M model leaves it mostly idle), then RL on the one whose
 # greedy first turns on held-out scenes hit the target most often (train.py's final/crop_hit).
 train_one() {
@@ -38,7 +44,7 @@ PY
 )
 [ -n "$BEST" ] || { st "no SFT model"; exit 1; }
 st "sft done: best $BEST"
-python3 models/loupe-tiny/rl.py --model "$W/$BEST" --scenes "$W/rl/synth-7001,$W/rl/synth-7002" --eval-scenes "$W/heldout/synth-8" --eval-n 40 \
+[ "$RL_MIN" != 0 ] && python3 models/loupe-tiny/rl.py --model "$W/$BEST" --scenes "$W/rl/synth-7001,$W/rl/synth-7002" --eval-scenes "$W/heldout/synth-8" --eval-n 40 \
   --out "$W/rlout" --minutes "$RL_MIN" --steps 1000 --group 8 --scenes-per-step 4 --lr 3e-5 --device cuda > "$W/rl.log" 2>&1 || st "rl failed"
 st "rl done"
 mkdir -p "$W/ship"

@@ -2,7 +2,10 @@
  * models/loupe-tiny/train.py's auxiliary losses (vision target head, absolute-position probe, pointer loss on the
  * first turn's attention, box-number weight), checked by models/loupe-tiny/check_train_aux.py on a hand-built
  * trajectory with the tiny random model: the targets it derives, the batched pointer loss against a naive per-query
- * recomputation of the attention, and that 40 Adam steps on the pointer loss alone more than halve it.
+ * recomputation of the attention, and that 40 Adam steps on the pointer loss alone more than halve it. The reading
+ * signals on whole zoom trajectories: crop_target / neighbourhood on hand-worked cases, the reading head's crop tokens
+ * and the reading pointer's keys and queries, that pointer's loss against the naive one, the reading head learnable
+ * (tower + head), and read_eval running (only running: the random model reads nothing).
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
@@ -15,7 +18,7 @@ import { requirePython } from './python';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 describe('train.py auxiliary losses', () => {
-  it('derive the right targets, match the naive attention, and can be learned', () => {
+  it('derive the right targets (first turn and reading turn), match the naive attention, and can be learned', () => {
     const python = requirePython(['torch', 'numpy', 'PIL']);
     const r = spawnSync(python, ['models/loupe-tiny/check_train_aux.py'], {
       cwd: ROOT,
@@ -25,7 +28,10 @@ describe('train.py auxiliary losses', () => {
     const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
     expect(line, `no JSON line; stderr:\n${r.stderr.slice(-3000)}`).toBeDefined();
     const res = JSON.parse(line!) as { ok: boolean; checks: Record<string, unknown> };
-    for (const k of ['annotate', 'read_targets', 'read_loss', 'pointer_targets', 'pointer_queries', 'position_targets', 'position_ids', 'box_weight', 'pointer_equals_naive', 'pointer_learnable']) {
+    for (const k of ['annotate', 'read_targets', 'read_loss', 'pointer_targets', 'pointer_queries', 'position_targets', 'position_ids', 'box_weight', 'pointer_equals_naive', 'pointer_learnable',
+      'crop_target_centre', 'crop_target_glyphs', 'crop_target_none', 'neighbourhood', 'annotate_crop_target', 'glyph_rows',
+      'glyph_rows_are_crop_tokens', 'attn2_keys', 'attn2_queries', 'attn_keys_global_view', 'attn2_equals_naive', 'glyph_learnable',
+      'read_eval_runs_only']) {
       expect(res.checks[k], `${k}: ${JSON.stringify(res.checks)}`).toBe(true);
     }
     expect(res.ok).toBe(true);
