@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -201,6 +201,48 @@ describe('loupe-tiny local fine-tune template', () => {
     }
     expect(out.script).not.toContain('--minutes');
     expect(out.script).not.toContain('--data');
+    // recipe, reading and trainArgs at their defaults add nothing: the script is the one from before they existed
+    expect(out.script).not.toMatch(/--recipe|--reading|--train-args/);
+    expect(out.script).toBe(
+      [
+        'set -euo pipefail',
+        '# The Loupe checkout whose synth, prepare.ts and train.py run (Loupe sets LOUPE_REPO for local jobs).',
+        'loupe_dir="${LOUPE_REPO:?set LOUPE_REPO to a Loupe checkout on the machine that runs this job}"',
+        'bash "$loupe_dir"/models/loupe-tiny/finetune.sh \\',
+        '    --init "$loupe_dir"/models/loupe-tiny/model \\',
+        '    --out "$PWD/model" \\',
+        '    --seed 4000 \\',
+        '    --scenes 24 \\',
+        '    --work data \\',
+        '    --device cpu \\',
+        '    --max-steps 20 \\',
+        '    --bs 4 \\',
+        '    --lr 3e-4 \\',
+        '    --val-every 10 \\',
+        '    --log-every 1 \\',
+        '    --export none',
+        '',
+      ].join('\n'),
+    );
+    expect(templateDefaults('loupe-tiny-finetune')).toMatchObject({ recipe: 'plain', reading: false });
+    expect(templateDefaults('loupe-tiny-finetune')).not.toHaveProperty('trainArgs');
+  });
+
+  it('recipe grounded, reading and trainArgs reach the driver (only when not the default)', () => {
+    const all = buildTemplate('loupe-tiny-finetune', { recipe: 'grounded', reading: true, trainArgs: '  --aux-read 5   --crop-eval=0 --lr-note a.b,c_d ' }).script;
+    expect(all).toMatch(/--export none \\\n {4}--recipe grounded \\\n {4}--reading 1 \\\n {4}--train-args '--aux-read 5 --crop-eval=0 --lr-note a\.b,c_d'\n$/);
+    expect(bashSyntaxOk(all)).toBe('ok');
+    const grounded = buildTemplate('loupe-tiny-finetune', { recipe: 'grounded' });
+    expect(grounded.script).toContain('--recipe grounded');
+    expect(grounded.script).not.toMatch(/--reading|--train-args/);
+    expect(grounded.notes.join('\n')).toMatch(/at least 3 text layers/);
+    const reading = buildTemplate('loupe-tiny-finetune', { reading: true }).script;
+    expect(reading).toContain('--reading 1');
+    expect(reading).not.toMatch(/--recipe|--train-args/);
+    const one = buildTemplate('loupe-tiny-finetune', { recipe: 'plain', reading: false, trainArgs: '--box-weight=2' }).script;
+    expect(one).toMatch(/--export none \\\n {4}--train-args --box-weight=2\n$/);
+    expect(buildTemplate('loupe-tiny-finetune', { trainArgs: '   ' }).script).toBe(buildTemplate('loupe-tiny-finetune', {}).script);
+    expect(buildTemplate('loupe-tiny-finetune', {}).notes.join('\n')).not.toMatch(/text layers/);
   });
 
   it('prepared data replaces synth; absolute paths stay absolute; minutes, cuda and ONNX export', () => {
@@ -231,6 +273,15 @@ describe('loupe-tiny local fine-tune template', () => {
     expect(bad({ device: 'tpu' })[0]?.path).toBe('device');
     expect(bad({ workDir: '../x' })[0]).toEqual({ path: 'workDir', message: 'a folder name: letters, digits, . _ -' });
     expect(bad({ baseModel: '' })[0]).toEqual({ path: 'baseModel', message: 'must not be empty' });
+    expect(bad({ recipe: 'fancy' })[0]?.path).toBe('recipe');
+    expect(bad({ reading: 1 })[0]?.path).toBe('reading');
+    const oneLine = { path: 'trainArgs', message: 'trainArgs must be one line (extra train.py flags separated by spaces)' };
+    const chars = { path: 'trainArgs', message: 'trainArgs may hold only letters, digits, spaces and - . = , _ (train.py flags such as --aux-read 5 --crop-eval 0)' };
+    expect(bad({ trainArgs: '--aux-read 5\n--aux-pos 1' })).toEqual([oneLine]);
+    expect(bad({ trainArgs: '--aux-read 5\r' })).toEqual([oneLine]);
+    for (const t of ['--aux-read 5; rm -rf ~', '--aux-read $(id)', '--x `id`', "--x 'a'", '--x "a"', '--x a|b', '--x a&', '--x a>b', '--x\t1', '--x a/b', '--x ~']) {
+      expect(bad({ trainArgs: t }), t).toEqual([chars]);
+    }
   });
 
   // The real driver, through the local connector: bad inputs fail at once with a message that says what to fix.
@@ -271,4 +322,49 @@ describe('loupe-tiny local fine-tune template', () => {
     expect((await local.follow(id, { pollMs: 30, onText: (t) => (text += t) }).done).status.state).toBe('failed');
     expect(text).toContain('set LOUPE_REPO to a Loupe checkout');
   }, 60_000);
+
+  // The real driver through the local connector, with a LOUPE_PYTHON that answers the driver's torch checks and writes
+  // the train.py command line it is given (one argument a line) instead of training.
+  it('the driver passes the recipe, reading and trainArgs flags to train.py, after the plain command line', async () => {
+    const dir = path.join(tmp, 'argv');
+    const model = path.join(dir, 'model');
+    const data = path.join(dir, 'prepared');
+    mkdirSync(model, { recursive: true });
+    mkdirSync(data, { recursive: true });
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) writeFileSync(path.join(model, f), '{}');
+    writeFileSync(path.join(data, 'manifest.jsonl'), '{}\n');
+    const argvFile = path.join(dir, 'argv.txt');
+    const out = path.join(dir, 'out');
+    const py = path.join(dir, 'python-argv');
+    writeFileSync(py, `#!/bin/sh\nif [ "$1" = -c ]; then echo 0.0-argv; exit 0; fi\nprintf '%s\\n' "$@" > '${argvFile}'\n`, { mode: 0o755 });
+    const argv = async (params: Record<string, unknown>): Promise<string[]> => {
+      rmSync(argvFile, { force: true });
+      const r = await runJob({ baseModel: model, dataDir: data, outputDir: out, ...params }, { LOUPE_PYTHON: py });
+      expect(r.state, r.text).toBe('succeeded');
+      expect(r.text).toContain(`LOUPE_CHECKPOINT: ${out}`);
+      return readFileSync(argvFile, 'utf8').split('\n').slice(0, -1);
+    };
+    const plain = await argv({});
+    expect(plain).toEqual(['models/loupe-tiny/train.py', '--data', data, '--init', model, '--out', out, '--device', 'cpu', '--bs', '4', '--log-every', '1', '--export', 'none', '--max-steps', '20', '--lr', '3e-4', '--val-every', '10']);
+    const grounded = ['--aug-flips', '--aux-target', '1', '--aux-pos', '3', '--aux-attn', '1', '--aux-attn-layer', '2', '--aux-read', '10', '--box-weight', '3', '--first-turns', '2'];
+    const reading = ['--aux-glyph', '1', '--aux-attn2', '1'];
+    expect(await argv({ recipe: 'grounded' })).toEqual([...plain, ...grounded]);
+    expect(await argv({ reading: true })).toEqual([...plain, ...reading]);
+    expect(await argv({ recipe: 'grounded', reading: true, trainArgs: ' --aux-attn-layer 1  --crop-eval=0 ' })).toEqual([...plain, ...grounded, ...reading, '--aux-attn-layer', '1', '--crop-eval=0']);
+  }, 60_000);
+
+  it('the driver refuses an unknown recipe, a reading that is not 0 or 1, and trainArgs over several lines', () => {
+    const drive = (...extra: string[]): { status: number | null; stderr: string } =>
+      spawnSync('bash', [path.join(REPO, 'models/loupe-tiny/finetune.sh'), '--init', path.join(tmp, 'argv', 'model'), '--out', path.join(tmp, 'argv', 'o'), '--data', path.join(tmp, 'argv', 'prepared'), ...extra], {
+        encoding: 'utf8',
+        env: { ...process.env, LOUPE_PYTHON: '/bin/false' },
+      });
+    const recipe = drive('--recipe', 'fancy');
+    expect(recipe.status).toBe(2);
+    expect(recipe.stderr).toBe('loupe-tiny: --recipe must be plain or grounded (got fancy)\n');
+    expect(drive('--reading', 'yes').stderr).toBe('loupe-tiny: --reading must be 0 or 1 (got yes)\n');
+    expect(drive('--train-args', '--aux-read 5\n--aux-pos 1').stderr).toBe('loupe-tiny: --train-args must be one line (extra train.py flags separated by spaces)\n');
+    // valid values pass these checks and stop only at the (deliberately torch-less) Python
+    expect(drive('--recipe', 'grounded', '--reading', '1', '--train-args', '--crop-eval 0').stderr).toMatch(/^loupe-tiny: LOUPE_PYTHON=\/bin\/false cannot import torch/);
+  });
 });

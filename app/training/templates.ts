@@ -426,6 +426,16 @@ export const LoupeTinySchema = z
     exportOnnx: z.boolean().default(false),
     /** Job-local scratch folder for the synthesized and prepared data. */
     workDir: folderName.default('data'),
+    /** plain: the language-model loss only; grounded: adds train.py's training-only grounding losses (finetune.sh --recipe). */
+    recipe: z.enum(['plain', 'grounded']).default('plain'),
+    /** Also train the reading signals (train.py --aux-glyph 1 --aux-attn2 1; finetune.sh --reading 1). */
+    reading: z.boolean().default(false),
+    /** Extra train.py flags for experts, separated by spaces and appended last (finetune.sh --train-args). */
+    trainArgs: z
+      .string()
+      .refine((s) => !/[\r\n]/.test(s), 'trainArgs must be one line (extra train.py flags separated by spaces)')
+      .refine((s) => /^[A-Za-z0-9_.,= -]*$/.test(s.replace(/[\r\n]/g, '')), 'trainArgs may hold only letters, digits, spaces and - . = , _ (train.py flags such as --aux-read 5 --crop-eval 0)')
+      .optional(),
   })
   .superRefine((p, ctx) => {
     if (p.maxSteps === null && p.minutes === null) ctx.addIssue({ code: 'custom', path: ['maxSteps'], message: 'give maxSteps or minutes (or both): the trainer needs a limit' });
@@ -444,6 +454,7 @@ export const loupeTinyTemplate: JobTemplate<typeof LoupeTinySchema> = {
   build(p): TemplateOutput {
     const out = p.outputDir?.trim() ? p.outputDir.trim() : null;
     const data = p.dataDir?.trim() ? p.dataDir.split(',').map((s) => s.trim()).filter(Boolean).join(',') : null;
+    const extra = p.trainArgs?.trim() ? p.trainArgs.trim().split(/ +/).join(' ') : null;
     // Paths the user typed are meant in the Loupe checkout; the job itself runs in its own folder.
     const inRepo = (x: string): string => (x.startsWith('/') ? q(x) : `"$loupe_dir"/${q(x)}`);
     const args: string[] = [
@@ -458,6 +469,10 @@ export const loupeTinyTemplate: JobTemplate<typeof LoupeTinySchema> = {
       `--val-every ${p.valEvery}`,
       '--log-every 1',
       `--export ${p.exportOnnx ? 'fp32,q8' : 'none'}`,
+      // Only when not the default, so that a default job's script is what it was before these options.
+      ...(p.recipe !== 'plain' ? [`--recipe ${p.recipe}`] : []),
+      ...(p.reading ? ['--reading 1'] : []),
+      ...(extra ? [`--train-args ${q(extra)}`] : []),
     ];
     const lines = [
       'set -euo pipefail',
@@ -480,6 +495,9 @@ export const loupeTinyTemplate: JobTemplate<typeof LoupeTinySchema> = {
         p.exportOnnx
           ? 'ONNX export (fp32 + q8, about 20 s more) needs transformers and onnx in that Python; without them the trainer skips it and says so (the PyTorch weights are still written).'
           : 'No ONNX export: the result is PyTorch weights; tick exportOnnx to get a folder the Models page can load.',
+        ...(p.recipe === 'grounded' || p.reading
+          ? ['The grounding and reading losses supervise text layer 2 (--aux-attn-layer 2), so the base model needs at least 3 text layers (loupe-tiny has 5; tiny-random-qwen25vl has 2: add --aux-attn-layer 1 to trainArgs there).']
+          : []),
       ],
     };
   },

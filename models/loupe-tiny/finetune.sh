@@ -8,7 +8,14 @@
 #
 #   bash models/loupe-tiny/finetune.sh --init MODEL_DIR --out OUT_DIR (--data DIR[,DIR...] | --seed S --scenes N)
 #        [--work DIR] [--device cpu|cuda|auto] [--max-steps N] [--minutes M] [--bs B] [--lr LR] [--val-every K]
-#        [--log-every K] [--export none|q8|fp32,q8]
+#        [--log-every K] [--export none|q8|fp32,q8] [--recipe plain|grounded] [--reading 0|1] [--train-args "..."]
+#
+# --recipe plain     (default) the language-model loss only
+# --recipe grounded  adds train.py's training-only grounding signals: --aug-flips --aux-target 1 --aux-pos 3 --aux-attn 1
+#                    --aux-attn-layer 2 --aux-read 10 --box-weight 3 --first-turns 2 (needs a model with ≥ 3 text layers)
+# --reading 1        adds the reading signals --aux-glyph 1 --aux-attn2 1 (default 0: off; the reading pointer also
+#                    sits on text layer 2 unless --train-args gives another --aux-attn-layer)
+# --train-args "…"   extra train.py flags for experts, split on spaces and appended last (so they override the above)
 #
 # Relative paths are taken against the current directory. Python: $LOUPE_PYTHON if set, else the first of python3,
 # /usr/bin/python3 that can import torch.
@@ -23,6 +30,7 @@ repo=$(cd "$here/../.." && pwd)
 abspath() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
 
 init='' out='' data='' seed='' scenes='' work='' device=cpu max_steps='' minutes='' bs=4 lr='' val_every='' log_every=1 export_=none
+recipe=plain reading=0 train_args=''
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "$1 needs a value"
   case "$1" in
@@ -40,6 +48,9 @@ while [ $# -gt 0 ]; do
     --val-every) val_every=$2 ;;
     --log-every) log_every=$2 ;;
     --export) export_=$2 ;;
+    --recipe) recipe=$2 ;;
+    --reading) reading=$2 ;;
+    --train-args) train_args=$2 ;;
     *) die "unknown option $1 (see the header of models/loupe-tiny/finetune.sh)" ;;
   esac
   shift 2
@@ -61,6 +72,11 @@ if [ ! -f "$init/model.safetensors" ]; then
 fi
 [ -f "$init/tokenizer.json" ] || die "base model folder $init has no tokenizer.json"
 case "$device" in cpu | cuda | auto) ;; *) die "--device must be cpu, cuda or auto (got $device)" ;; esac
+case "$recipe" in plain | grounded) ;; *) die "--recipe must be plain or grounded (got $recipe)" ;; esac
+case "$reading" in 0 | 1) ;; *) die "--reading must be 0 or 1 (got $reading)" ;; esac
+[[ "$train_args" != *$'\n'* && "$train_args" != *$'\r'* ]] || die "--train-args must be one line (extra train.py flags separated by spaces)"
+extra=()
+IFS=' ' read -r -a extra <<<"$train_args"
 if [ -n "$data" ]; then
   dirs=()
   IFS=',' read -r -a given <<<"$data"
@@ -132,6 +148,11 @@ args=(--data "$data_arg" "${from[@]}" --out "$out" --device "$device" --bs "$bs"
 [ -n "$minutes" ] && args+=(--minutes "$minutes")
 [ -n "$lr" ] && args+=(--lr "$lr")
 [ -n "$val_every" ] && args+=(--val-every "$val_every")
+if [ "$recipe" = grounded ]; then
+  args+=(--aug-flips --aux-target 1 --aux-pos 3 --aux-attn 1 --aux-attn-layer 2 --aux-read 10 --box-weight 3 --first-turns 2)
+fi
+[ "$reading" = 1 ] && args+=(--aux-glyph 1 --aux-attn2 1)
+args+=(${extra[@]+"${extra[@]}"})  # (this form: bash 3.2 calls an empty array unbound)
 echo "[3/3] train: $py models/loupe-tiny/train.py ${args[*]}"
 (cd "$repo" && PYTHONUNBUFFERED=1 "$py" models/loupe-tiny/train.py "${args[@]}") || die "the train phase failed (exit $?); see the lines above"
 echo "[3/3] train: finished in $((SECONDS - t0)) s (all phases)"

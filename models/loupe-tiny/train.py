@@ -637,6 +637,11 @@ def main():
         if missing:
             log(f"auxiliary heads new in this run: {', '.join(missing)}")
         log(f"auxiliary heads from {aux_init}")
+    n_layers = len(model.model.language_model.layers)
+    for flag, on, layer in (("--aux-attn-layer", a.aux_attn > 0 or a.aux_attn2 > 0, a.aux_attn_layer), ("--aux-pos-layer", a.aux_pos > 0, a.aux_pos_layer),
+                            ("--aux-read-layer", a.aux_read > 0, a.aux_read_layer)):
+        if on and not -n_layers <= layer < n_layers:
+            raise SystemExit(f"train.py: {flag} {layer} is out of range: this model has {n_layers} text layers (0..{n_layers - 1})")
     store = {}
     use_aux = a.aux_target > 0 or a.aux_pos > 0 or a.aux_glyph > 0
     if a.aux_attn > 0 or a.aux_attn2 > 0:
@@ -661,7 +666,7 @@ def main():
         out = model(**{k: v for k, v in b.items() if k not in ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph")})
         lm = lm_loss(out.logits, b["labels"], b["weights"])
         aux = aux_losses(b, store, heads) if (use_aux or a.aux_read > 0) else {}
-        attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn
+        attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn if (a.aux_attn > 0 or a.aux_attn2 > 0) else None
         if a.aux_attn > 0:
             al = attn_loss(b, store, attn_mod, a.aux_attn_heads)
             if al is not None:

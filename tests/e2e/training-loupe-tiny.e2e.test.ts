@@ -1,8 +1,8 @@
 /**
  * The loupe-tiny local fine-tune from the Training page, for real: Chromium drives the app, the local connector runs
  * models/loupe-tiny/finetune.sh (loupe synth → prepare.ts through the agent loop → train.py on this CPU with python3 +
- * torch), and the loss chart fills from the trainer's verl console lines while the job runs. Then a job with a
- * missing base model fails at once with the driver's message.
+ * torch; the grounded recipe with the reading signals), and the loss chart fills from the trainer's verl console lines
+ * while the job runs. Then a job with a missing base model fails at once with the driver's message.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -49,8 +49,22 @@ describe('Training page · loupe-tiny local fine-tune', () => {
     await fill(page, 'valEvery', '3');
     await fill(page, 'baseModel', BASE);
     await page.locator('[data-field="exportOnnx"] input').check();
+    // The grounded recipe with the reading signals (train.py's training-only auxiliary losses). Their pointer sits on
+    // text layer 2 unless told otherwise; tiny-random-qwen25vl has only 2 layers, so the expert field moves it to 1.
+    await page.locator('[data-field="recipe"] select').selectOption('grounded');
+    await page.locator('[data-field="reading"] input').check();
+    await fill(page, 'trainArgs', '--aux-attn-layer 1');
     await page.getByTestId('job-name').fill('tiny-ft');
-    await page.getByTestId('script-preview').filter({ hasText: `--init "$loupe_dir"/${BASE}` }).filter({ hasText: '--scenes 6' }).filter({ hasText: '--max-steps 6' }).filter({ hasText: '--export fp32,q8' }).waitFor();
+    await page
+      .getByTestId('script-preview')
+      .filter({ hasText: `--init "$loupe_dir"/${BASE}` })
+      .filter({ hasText: '--scenes 6' })
+      .filter({ hasText: '--max-steps 6' })
+      .filter({ hasText: '--export fp32,q8' })
+      .filter({ hasText: '--recipe grounded' })
+      .filter({ hasText: '--reading 1' })
+      .filter({ hasText: "--train-args '--aux-attn-layer 1'" })
+      .waitFor();
     await expect(page.getByTestId('submit-job').textContent()).resolves.toBe('Submit');
     await page.getByTestId('submit-job').click();
     await page.locator('[data-testid=job-view] .tr-jobview-title', { hasText: 'tiny-ft' }).waitFor();
@@ -74,6 +88,11 @@ describe('Training page · loupe-tiny local fine-tune', () => {
     await waitJobViewState(page, 'succeeded', 240_000);
     const text = (await log.textContent()) ?? '';
     expect(text).toMatch(/step:1 - train\/loss:[\d.]+ - train\/lr:/);
+    // the driver passed the recipe's and the reading's flags, then the expert extras, and train.py trained with them
+    expect(text).toContain('--aug-flips --aux-target 1 --aux-pos 3 --aux-attn 1 --aux-attn-layer 2 --aux-read 10 --box-weight 3 --first-turns 2 --aux-glyph 1 --aux-attn2 1 --aux-attn-layer 1');
+    expect(text).toMatch(/first-turn diet: \d+ training sequences/);
+    expect(text).toMatch(/step:1 - train\/loss:[\d.]+ - .* - train\/aux_tgt:[\d.]+ - .*train\/aux_attn:[\d.]+/);
+    expect(text).toMatch(/step:3 - val\/loss:.* - val\/aux_glyph:[\d.]+ - .*val\/aux_attn2:[\d.]+/);
     expect(text).toMatch(/step:3 - val\/loss:[\d.]+ - val\/seq_exact:/);
     expect(text).toMatch(/done: \S+\/model/);
     expect(text).toMatch(/LOUPE_MODEL: \S+\/model/);
