@@ -44,6 +44,18 @@ afterAll(async () => {
   await fsp.rm(tmp, { recursive: true, force: true });
 });
 
+/** One greedy trajectory of loupe-tiny on an image, as the Demo runs it (pixel-reasoner dialect, vcot, eval presets). */
+function runScene(image: string, question: string): ReturnType<typeof runEpisode> {
+  return runEpisode({
+    engine,
+    dialect: getDialect('pixel-reasoner'),
+    media: { images: [image] },
+    question,
+    imageOps: ops,
+    settings: { prompt: 'vcot', mode: 'eval', decoding: { temperature: 0, topP: 1, topK: -1 }, limits: { maxTokensPerTurn: 160 } },
+  });
+}
+
 describe('loupe-tiny zooms before it answers (greedy, q8, CPU)', () => {
   it('has fixed scenes to run', () => {
     expect(samples.length).toBeGreaterThanOrEqual(3);
@@ -51,14 +63,7 @@ describe('loupe-tiny zooms before it answers (greedy, q8, CPU)', () => {
 
   for (const s of samples) {
     it(`${s.qid} (${s.category}): crop call containing the target, then a boxed answer`, async () => {
-      const t = await runEpisode({
-        engine,
-        dialect: getDialect('pixel-reasoner'),
-        media: { images: [path.join(SCENES, s.image!)] },
-        question: s.question,
-        imageOps: ops,
-        settings: { prompt: 'vcot', mode: 'eval', decoding: { temperature: 0, topP: 1, topK: -1 }, limits: { maxTokensPerTurn: 160 } },
-      });
+      const t = await runScene(path.join(SCENES, s.image!), s.question);
       const first = t.turns[0];
       expect(first?.call?.name).toBe('crop_image_normalized');
       expect(first?.call?.error).toBeUndefined();
@@ -84,14 +89,7 @@ describe('loupe-tiny crops the target on held-out scenes generated here (greedy,
     expect(picked.length).toBe(12);
     const hits: string[] = [];
     for (const s of picked) {
-      const t = await runEpisode({
-        engine,
-        dialect: getDialect('pixel-reasoner'),
-        media: { images: [path.join(dir, s.image!)] },
-        question: s.question,
-        imageOps: ops,
-        settings: { prompt: 'vcot', mode: 'eval', decoding: { temperature: 0, topP: 1, topK: -1 }, limits: { maxTokensPerTurn: 160 } },
-      });
+      const t = await runScene(path.join(dir, s.image!), s.question);
       const box = t.turns[0]?.call?.cropBox;
       if (box && scoreCrop(box, targetInModelFrame(s, t)).contains) hits.push(s.qid);
     }
