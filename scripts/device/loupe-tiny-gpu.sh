@@ -44,9 +44,11 @@ PY
 )
 [ -n "$BEST" ] || { st "no SFT model"; exit 1; }
 st "sft done: best $BEST"
-[ "$RL_MIN" != 0 ] && python3 models/loupe-tiny/rl.py --model "$W/$BEST" --scenes "$W/rl/synth-7001,$W/rl/synth-7002" --eval-scenes "$W/heldout/synth-8" --eval-n 40 \
-  --out "$W/rlout" --minutes "$RL_MIN" --steps 1000 --group 8 --scenes-per-step 4 --lr 3e-5 --device cuda > "$W/rl.log" 2>&1 || st "rl failed"
-st "rl done"
+if [ "$RL_MIN" != 0 ]; then
+  python3 models/loupe-tiny/rl.py --model "$W/$BEST" --scenes "$W/rl/synth-7001,$W/rl/synth-7002" --eval-scenes "$W/heldout/synth-8" --eval-n 40 \
+    --out "$W/rlout" --minutes "$RL_MIN" --steps 1000 --group 8 --scenes-per-step 4 --lr 3e-5 --device cuda > "$W/rl.log" 2>&1 || st "rl failed"
+  st "rl done"
+fi
 mkdir -p "$W/ship"
 python3 - "$W" <<'PY'
 import os, sys, torch
