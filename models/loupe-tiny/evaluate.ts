@@ -3,8 +3,13 @@
  * LocalEngine (worker thread, onnxruntime-node, CPU) → runEpisode (pixel-reasoner dialect, eval presets, greedy)
  * → the benchmark's scorer (pr.boxed). Crop quality is measured against each sample's ground-truth target box.
  *
+ * `--kinds` picks the samples: `image` (default), `video` or `all`. Video samples reach the loop as prepare.ts gives
+ * them in training: the 16 frame files as one video (`videoFrames`), the same prompt id, question and settings.
+ * For video the rows also say which frames `select_frames` picked and whether one of them shows the target
+ * (the sample's `target.frames`); crops are scored on the frame they cut (a frame without the target scores 0).
+ *
  *   node --import tsx models/loupe-tiny/evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32]
- *        [--limit N] [--out FILE.json]
+ *        [--kinds image|video|all] [--limit N] [--out FILE.json]
  */
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
@@ -72,6 +77,67 @@ export interface SampleResult {
   engineMs: number;
   /** Tokens generated over all turns. */
   completionTokens: number;
+  /** Video samples only. */
+  video?: VideoResult;
+}
+
+export interface VideoResult {
+  /** 1-based frames that show the target (the sample's ground truth). */
+  targetFrames: number[];
+  /** `select_frames` calls made (including ones that failed). */
+  selectCalls: number;
+  /** 1-based frames picked by the successful `select_frames` calls, in call order. */
+  selected: number[];
+  /** Some picked frame shows the target. */
+  selectHit: boolean;
+  /** For each crop call on a frame (a video frame or a selected frame): its 1-based frame number. */
+  cropFrames: number[];
+}
+
+export type EvalKinds = 'image' | 'video' | 'all';
+
+/** The sample's target box scaled to an image of `w`×`h` (a resized copy of the original or of a video frame). */
+function targetAt(s: SynthSample, w: number, h: number): Box {
+  const sx = w / s.width;
+  const sy = h / s.height;
+  const b = s.target.px;
+  return [b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy];
+}
+
+/**
+ * Video rows: the frames `select_frames` picked and the crops on frames. Crop targets are resolved the way the loop
+ * numbers images: `targetIndex` below the number of video frames is a frame itself, above it an image appended by an
+ * earlier call (a selected frame, or a crop — crops of crops are not scored).
+ */
+export function videoScores(s: SynthSample, t: Trajectory): { video: VideoResult; crops: CropScore[] } {
+  const targetFrames = s.target.frames ?? [];
+  const nFrames = t.media.length;
+  /** What each image appended by a call is: the 0-based frame it shows, or null for a crop. */
+  const prior: Array<{ frame: number | null; width: number; height: number }> = [];
+  const selected: number[] = [];
+  const cropFrames: number[] = [];
+  const crops: CropScore[] = [];
+  let selectCalls = 0;
+  for (const turn of t.turns) {
+    const c = turn.call;
+    if (!c) continue;
+    if (c.name === 'select_frames') {
+      selectCalls++;
+      const idx = c.error ? [] : (c.frameIndices ?? []);
+      for (const f of idx) selected.push(f + 1);
+      c.produced.forEach((m, i) => prior.push({ frame: idx[i] ?? null, width: m.width, height: m.height }));
+      continue;
+    }
+    if (c.cropBox && c.targetIndex !== undefined) {
+      const on = c.targetIndex < nFrames ? { frame: c.targetIndex, width: t.media[c.targetIndex]!.width, height: t.media[c.targetIndex]!.height } : prior[c.targetIndex - nFrames];
+      if (on && on.frame !== null) {
+        cropFrames.push(on.frame + 1);
+        crops.push(targetFrames.includes(on.frame + 1) ? scoreCrop(c.cropBox, targetAt(s, on.width, on.height)) : { contains: false, iou: 0, coverage: 0 });
+      }
+    }
+    for (const m of c.produced) prior.push({ frame: null, width: m.width, height: m.height });
+  }
+  return { video: { targetFrames, selectCalls, selected, selectHit: selected.some((f) => targetFrames.includes(f)), cropFrames }, crops };
 }
 
 function median(xs: number[]): number {
@@ -100,15 +166,42 @@ export function summarize(rs: SampleResult[]): Record<string, number> {
     meanMs: ms.reduce((a, b) => a + b, 0) / n,
     medianEngineMs: median(rs.map((r) => r.engineMs)),
     meanCompletionTokens: rs.reduce((a, r) => a + r.completionTokens, 0) / n,
+    ...videoSummary(rs),
   };
 }
 
-export async function evaluate(opts: { model: string; data: string; prompt: PromptId; dtype: 'q8' | 'fp32'; limit?: number; log?: (s: string) => void }): Promise<{ results: SampleResult[]; summary: Record<string, number> }> {
+/** Video-only keys (none when no row is a video sample, so image summaries keep their shape). */
+function videoSummary(rs: SampleResult[]): Record<string, number> {
+  const vs = rs.map((r) => r.video).filter((v): v is VideoResult => v !== undefined);
+  if (vs.length === 0) return {};
+  const picked = vs.filter((v) => v.selected.length > 0);
+  return {
+    videoN: vs.length,
+    selectRate: vs.filter((v) => v.selectCalls > 0).length / vs.length,
+    /** Among videos where frames were picked: some picked frame shows the target. */
+    selectHitRate: picked.length ? picked.filter((v) => v.selectHit).length / picked.length : 0,
+    /** Over all videos (no pick counts as a miss). */
+    selectHitOverall: vs.filter((v) => v.selectHit).length / vs.length,
+    meanFramesSelected: picked.length ? picked.reduce((a, v) => a + v.selected.length, 0) / picked.length : 0,
+  };
+}
+
+export async function evaluate(opts: {
+  model: string;
+  data: string;
+  prompt: PromptId;
+  dtype: 'q8' | 'fp32';
+  /** Which samples: image (default), video, or all. */
+  kinds?: EvalKinds;
+  limit?: number;
+  log?: (s: string) => void;
+}): Promise<{ results: SampleResult[]; summary: Record<string, number>; byKind?: { image: Record<string, number>; video: Record<string, number> } }> {
+  const kinds = opts.kinds ?? 'image';
   const samples = (await fsp.readFile(path.join(opts.data, 'samples.jsonl'), 'utf8'))
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as SynthSample)
-    .filter((s) => !s.isVideo)
+    .filter((s) => (kinds === 'all' ? true : kinds === 'video' ? s.isVideo : !s.isVideo))
     .slice(0, opts.limit ?? Infinity);
   const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-tiny-eval-'));
   const ops = new SharpImageOps((await new Workspace(tmp).init()).media);
@@ -122,7 +215,8 @@ export async function evaluate(opts: { model: string; data: string; prompt: Prom
       const t = await runEpisode({
         engine,
         dialect,
-        media: { images: [path.resolve(opts.data, s.image!)] },
+        // video as prepare.ts feeds it in training: the frame files as one video
+        media: s.isVideo ? { videoFrames: (s.frames ?? []).map((f) => path.resolve(opts.data, f)) } : { images: [path.resolve(opts.data, s.image!)] },
         question: s.question,
         imageOps: ops,
         settings: { prompt: opts.prompt, mode: 'eval', decoding: { temperature: 0, topP: 1, topK: -1 }, limits: { maxTokensPerTurn: 160 } },
@@ -130,9 +224,10 @@ export async function evaluate(opts: { model: string; data: string; prompt: Prom
       const ms = performance.now() - t0;
       const prediction = predictionOf(t);
       const r = scorer.score(prediction, { answer: s.answer });
-      const target = targetInModelFrame(s, t);
+      const vs = s.isVideo ? videoScores(s, t) : undefined;
+      const target = vs ? undefined : targetInModelFrame(s, t);
       const calls = t.turns.filter((x) => x.call);
-      const crops = calls.filter((x) => x.call?.cropBox && x.call.targetIndex === 0).map((x) => scoreCrop(x.call!.cropBox!, target));
+      const crops = vs ? vs.crops : calls.filter((x) => x.call?.cropBox && x.call.targetIndex === 0).map((x) => scoreCrop(x.call!.cropBox!, target!));
       results.push({
         qid: s.qid,
         category: s.category,
@@ -147,14 +242,18 @@ export async function evaluate(opts: { model: string; data: string; prompt: Prom
         ms,
         engineMs: t.turns.reduce((a, x) => a + (x.latencyMs ?? 0), 0),
         completionTokens: t.turns.reduce((a, x) => a + (x.completionTokens ?? 0), 0),
+        ...(vs ? { video: vs.video } : {}),
       });
-      opts.log?.(`${s.qid} ${s.category} gold ${s.answer} got ${String(r.extracted)} ${r.correct ? 'OK' : '--'} calls ${calls.length} crop ${crops.map((c) => (c.contains ? 'in' : 'out')).join(',')} ${ms.toFixed(0)} ms`);
+      const frames = vs ? ` frames ${vs.video.selected.join(',') || '-'} (target ${vs.video.targetFrames.join(',')}) ${vs.video.selectHit ? 'hit' : 'miss'}` : '';
+      opts.log?.(`${s.qid} ${s.category} gold ${s.answer} got ${String(r.extracted)} ${r.correct ? 'OK' : '--'} calls ${calls.length}${frames} crop ${crops.map((c) => (c.contains ? 'in' : 'out')).join(',')} ${ms.toFixed(0)} ms`);
     }
   } finally {
     await engine.dispose();
     await fsp.rm(tmp, { recursive: true, force: true });
   }
-  return { results, summary: summarize(results) };
+  const summary = summarize(results);
+  if (kinds !== 'all') return { results, summary };
+  return { results, summary, byKind: { image: summarize(results.filter((r) => !r.video)), video: summarize(results.filter((r) => r.video)) } };
 }
 
 function arg(name: string, dflt?: string): string | undefined {
@@ -166,15 +265,21 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(im
   const model = arg('--model');
   const data = arg('--data');
   if (!model || !data) {
-    console.error('usage: evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32] [--limit N] [--out FILE]');
+    console.error('usage: evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32] [--kinds image|video|all] [--limit N] [--out FILE]');
     process.exit(2);
   }
   const limit = arg('--limit');
-  evaluate({ model, data, prompt: (arg('--prompt', 'vcot') as PromptId), dtype: arg('--dtype', 'q8') as 'q8' | 'fp32', ...(limit ? { limit: Number(limit) } : {}), log: (s) => console.error(s) })
+  const kinds = arg('--kinds', 'image') as EvalKinds;
+  if (!['image', 'video', 'all'].includes(kinds)) {
+    console.error(`evaluate: --kinds must be image, video or all, got ${kinds}`);
+    process.exit(2);
+  }
+  evaluate({ model, data, prompt: (arg('--prompt', 'vcot') as PromptId), dtype: arg('--dtype', 'q8') as 'q8' | 'fp32', kinds, ...(limit ? { limit: Number(limit) } : {}), log: (s) => console.error(s) })
     .then(async (r) => {
       const out = arg('--out');
       if (out) await fsp.writeFile(out, JSON.stringify(r, null, 1) + '\n');
       console.log(JSON.stringify(r.summary));
+      if (r.byKind) console.log(JSON.stringify(r.byKind));
     })
     .catch((e: unknown) => {
       console.error(e);

@@ -7,6 +7,8 @@
  * without a tool error, and a final turn with a `\boxed{}` answer. On 12 more seed-9 scenes generated here, the first
  * crop must contain the target on at least 10 (the model card measures 40/40 on that seed). Whether the answer is right
  * is measured in the model card, not asserted here (the tiny model does not read the zoomed glyphs yet).
+ * One generated video sample goes through evaluate.ts's video path (frames as one video, as in training): the row must
+ * carry the video fields; what the model picks is not asserted.
  */
 import { promises as fsp, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -16,12 +18,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runEpisode } from '../../../app/agent';
 import { generateSynth } from '../../../app/bench/loupe-synth/generate';
 import type { SynthSample } from '../../../app/bench/loupe-synth/generate';
+import type { MediaRef, Trajectory } from '../../../app/contract/trajectory';
 import { LocalEngine } from '../../../app/engines/local/localEngine';
 import { getDialect } from '../../../app/protocol';
 import { Workspace } from '../../../app/workspace';
 import { workerThreadTransportFactory } from '../../../native/engine/workerThreadTransport';
 import { SharpImageOps } from '../../../native/image/sharpImageOps';
-import { scoreCrop, targetInModelFrame } from '../../../models/loupe-tiny/evaluate';
+import { evaluate, scoreCrop, targetInModelFrame, videoScores } from '../../../models/loupe-tiny/evaluate';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODEL = path.resolve(HERE, '../../../models/loupe-tiny/model');
@@ -95,4 +98,61 @@ describe('loupe-tiny crops the target on held-out scenes generated here (greedy,
     }
     expect(hits.length, `first crops containing the target: ${hits.join(', ')}`).toBeGreaterThanOrEqual(10);
   }, 180_000);
+});
+
+describe('loupe-tiny evaluation of video samples', () => {
+  let dir: string;
+  let s: SynthSample | undefined;
+  beforeAll(async () => {
+    dir = path.join(tmp, 'video1');
+    [s] = (await generateSynth({ seed: 9, n: 0, video: 1 }, dir)).samples;
+  });
+
+  it('resolves select_frames picks and crops on frames to frame numbers and scores them on that frame', () => {
+    const tf = s!.target.frames!;
+    const other = tf[0]! === 16 ? 1 : 16; // a frame without the target
+    const [w, h] = [420, 280];
+    const ref = (id: string): MediaRef => ({ id, width: w, height: h });
+    const b = s!.target.px;
+    const around: [number, number, number, number] = [(b[0] * w) / s!.width - 2, (b[1] * h) / s!.height - 2, (b[2] * w) / s!.width + 2, (b[3] * h) / s!.height + 2];
+    const t: Trajectory = {
+      dialect: 'pixel-reasoner',
+      prompt: 'vcot',
+      media: Array.from({ length: 16 }, (_, i) => ref(`f${i}`)),
+      originals: [],
+      isVideo: true,
+      question: s!.question,
+      stopReason: 'answer',
+      turns: [
+        { index: 0, text: '', call: { raw: '', name: 'select_frames', frameIndices: [other - 1, tf[0]! - 1], produced: [ref('p0'), ref('p1')] } },
+        // target_image 3 in the model's numbering: the second selected frame (the target's)
+        { index: 1, text: '', call: { raw: '', name: 'crop_image_normalized', targetIndex: 17, cropBox: around, produced: [ref('c0')] } },
+        // the same box on the first selected frame, which does not show the target
+        { index: 2, text: '', call: { raw: '', name: 'crop_image_normalized', targetIndex: 16, cropBox: around, produced: [ref('c1')] } },
+        // directly on a video frame
+        { index: 3, text: '', call: { raw: '', name: 'crop_image_normalized', targetIndex: tf[0]! - 1, cropBox: around, produced: [ref('c2')] } },
+      ],
+    };
+    const { video, crops } = videoScores(s!, t);
+    expect(video).toEqual({ targetFrames: tf, selectCalls: 1, selected: [other, tf[0]], selectHit: true, cropFrames: [tf[0], other, tf[0]] });
+    expect(crops.map((c) => c.contains)).toEqual([true, false, true]);
+    expect(crops[1]!.coverage).toBe(0);
+  });
+
+  it('runs a generated video sample through evaluate.ts as a video and reports the video fields', async () => {
+    expect(s!.isVideo).toBe(true);
+    const { results, summary } = await evaluate({ model: MODEL, data: dir, prompt: 'vcot', dtype: 'q8', kinds: 'video' });
+    expect(results.length).toBe(1);
+    const r = results[0]!;
+    expect(r.qid).toBe(s!.qid);
+    // the frames were imported and the model was run (an unreadable media list stops with 'error' before any turn)
+    expect(r.stopReason).not.toBe('error');
+    expect(r.completionTokens).toBeGreaterThan(0);
+    expect(r.video?.targetFrames).toEqual(s!.target.frames);
+    for (const f of r.video!.selected) expect(f >= 1 && f <= 16).toBe(true);
+    expect(r.video!.selectHit).toBe(r.video!.selected.some((f) => s!.target.frames!.includes(f)));
+    expect(r.crops.length).toBe(r.video!.cropFrames.length);
+    expect(summary.videoN).toBe(1);
+    expect(summary.selectRate).toBe(r.video!.selectCalls > 0 ? 1 : 0);
+  }, 60_000);
 });
