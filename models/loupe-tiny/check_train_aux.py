@@ -13,6 +13,9 @@
    those tokens' sequence positions and its queries the reading turn; the first-turn pointer still looks at the global
    view. The batched reading-pointer loss equals the naive recomputation; the reading head can be learned (40 Adam
    steps on it alone, tower + head); read_eval() runs (only that: the random model reads nothing).
+7. pretrain_reading.py --scenes on a hand-made scene (a red target near the top edge of an image the initial resize
+   scales unevenly): each on-the-fly crop's target centre falls on the target's red pixels, and the crop cut from the
+   cached region equals the crop pr_env's Episode returns for the same call on the whole image (then the engine resize).
 
 Prints one JSON line {"ok": bool, "checks": {...}} and exits 1 on any failure.
   python3 models/loupe-tiny/check_train_aux.py [--model models/tiny-random-qwen25vl]
@@ -259,6 +262,46 @@ def main():
     rd_ev = train.read_eval(model, [zrecs[0]], pix, tk, "cpu", [2, 0])
     checks["read_eval_runs_only"] = set(rd_ev) == {"n", "acc", "consistent"} and rd_ev["n"] == 1 and 0 <= rd_ev["acc"] <= 1 and 0 <= rd_ev["consistent"] <= 1
     checks["read_eval_values"] = rd_ev
+
+    # ---- pretrain_reading.py --scenes: crops cut on the fly
+    import random, tempfile
+    import numpy as np
+    from PIL import Image
+    import pr_env as E
+    import pretrain_reading as PRd
+    with tempfile.TemporaryDirectory() as d:
+        W0, H0, px = 420, 336, [300, 8, 324, 38]  # 141120 px: eval_initial scales it up by 1.2 x 1.25
+        raw = np.full((H0, W0, 3), 200, np.uint8)
+        raw[px[1]:px[3], px[0]:px[2]] = (230, 20, 20)
+        os.makedirs(os.path.join(d, "images"))
+        Image.fromarray(raw).save(os.path.join(d, "images", "s0.png"))
+        sample = {"qid": "chk-0", "category": "ring-digits", "answer": "305", "image": "images/s0.png", "width": W0, "height": H0,
+                  "target": {"px": px, "norm": [round(px[0] / W0, 4), round(px[1] / H0, 4), round(px[2] / W0, 4), round(px[3] / H0, 4)]}}
+        with open(os.path.join(d, "samples.jsonl"), "w") as f:
+            f.write(json.dumps(sample) + "\n" + json.dumps({**sample, "qid": "chk-1", "category": "left-of"}) + "\n")
+        scs, skipped = PRd.read_scenes(d)
+        sc = PRd.load_scene(scs[0])
+        hits, bad = 0, []
+        for k in range(16):
+            img, grid, (cx, cy), glyph, cat, _ = PRd.draw(sc, random.Random(k), train.MAX_PIXELS)
+            h, w = img.shape[:2]
+            r, g, b = img[int(cy * h), int(cx * w)].tolist()
+            ok_k = r > 180 and g < 80 and b < 80 and [1, h // 14, w // 14] == grid and h * w <= train.MAX_PIXELS
+            hits += ok_k
+            if not ok_k:
+                bad.append({"k": k, "centre": [round(cx, 3), round(cy, 3)], "rgb": [r, g, b], "size": [w, h]})
+        rng = random.Random(99)
+        bbox = PRd.call_box(rng, sc["norm"])
+        mine = PRd.cut(sc, bbox, train.MAX_PIXELS)[0].numpy()
+        ep = E.Episode(os.path.join(d, "images", "s0.png"), "eval")
+        call = '<tool_call>\n' + json.dumps({"name": "crop_image_normalized", "arguments": {"bbox_2d": bbox, "target_image": 1}}) + '\n</tool_call>'
+        _, outs, _ = ep.step("", call)
+        ref = np.array(E.engine_resize(outs[0], train.MAX_PIXELS)) if outs else None
+    checks["scene_crop_centre_on_target"] = (hits == 16 and len(scs) == 1 and skipped == 1 and glyph == [3, 0, 5, 36] and cat == "ring-digits"
+                                             and sc["size"] == [504, 420] and sc["region"].size != tuple(sc["size"]))
+    checks["scene_crop_equals_episode"] = ref is not None and ref.shape == mine.shape and bool((ref == mine).all())
+    if not (checks["scene_crop_centre_on_target"] and checks["scene_crop_equals_episode"]):
+        checks["scene_crop_detail"] = {"bad": bad, "size": sc["size"], "region": list(sc["region"].size), "bbox": bbox}
 
     ok = all(v for k, v in checks.items() if isinstance(v, bool))
     print(json.dumps({"ok": ok, "checks": checks}))
