@@ -261,8 +261,7 @@ def main():
 
     def run(its, shift):
         pv, grid, nb, lab = batch(its, dev, merge, shift)
-        f = vis(pv, grid).float()[nb].flatten(1)
-        lg = heads.glyph(torch.tanh(f)).view(len(its), train.GLYPH_SLOTS, -1)
+        lg = heads.glyph_logits(vis(pv, grid), nb)
         return torch.nn.functional.cross_entropy(lg.transpose(1, 2), lab), lg.argmax(-1), lab
 
     def evaluate():

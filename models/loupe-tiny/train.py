@@ -251,6 +251,11 @@ class AuxHeads(torch.nn.Module):
         # reading: the crop's 3x3 tokens around the target -> the answer's glyphs, slot by slot (tower-side signal)
         self.glyph = torch.nn.Linear(9 * vis_dim, GLYPH_SLOTS * (len(GLYPHS) + 1))
 
+    def glyph_logits(self, vis_out, idx):
+        """Reading head: the tower's output rows `idx` [G, 9] (a crop's 3x3 target tokens) -> logits [G, SLOTS, classes]."""
+        f = vis_out.float()[idx].flatten(1)
+        return self.glyph(torch.tanh(f)).view(len(idx), GLYPH_SLOTS, -1)
+
 
 def aux_losses(b, store, heads):
     """{tgt, top1, pos, read} for the batch `b` from the hooked activations in `store` (each only when hooked)."""
@@ -263,8 +268,7 @@ def aux_losses(b, store, heads):
         out["top1"] = (s.argmax(-1) == tgt).float().mean()
     if b.get("aux_glyph") is not None and "vis" in store:
         idx, lab = b["aux_glyph"]                            # [G, 9] token rows into the tower's output, [G, SLOTS]
-        f = store["vis"].float()[idx].flatten(1)
-        lg = heads.glyph(torch.tanh(f)).view(len(idx), GLYPH_SLOTS, -1)
+        lg = heads.glyph_logits(store["vis"], idx)
         out["glyph"] = torch.nn.functional.cross_entropy(lg.transpose(1, 2), lab)
         out["glyph_exact"] = (lg.argmax(-1) == lab).all(-1).float().mean()
     if b["aux_pos"] is not None and "llm" in store:
