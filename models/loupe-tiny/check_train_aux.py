@@ -39,7 +39,7 @@ def build_record(tk, grid, box, category="ring-digits", kind="zoom"):
     ids += [im_end] + tk.encode("\n").ids + [im_start] + tk.encode("assistant\n").ids
     s0 = len(ids)
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    text = (f"I can see the red ring {train.where(cx, cy)}, but the digits inside it are too small to read at this size. Let me zoom in.\n"
+    text = (f"The red ring is {train.where(cx, cy)}. Let me zoom in.\n"
             f'<tool_call>\n{{"name": "crop_image_normalized", "arguments": {{"bbox_2d": [{", ".join(train.fmt(v) for v in box)}], "target_image": 1}}}}\n</tool_call>')
     ids += tk.encode(text).ids + [im_end]
     return {"qid": "check-0", "kind": kind, "category": category, "ids": ids, "spans": [[s0, len(ids)]],
@@ -56,8 +56,8 @@ def build_zoom_record(tk, grid0, grid1, box, answer, category):
     ids = r["ids"] + tk.encode("\n").ids + [im_start] + tk.encode("user\n").ids + [vs] + [pad_img] * (t * h * w // 4) + [ve]
     ids += tk.encode("Here is the cropped image.").ids + [im_end] + tk.encode("\n").ids + [im_start] + tk.encode("assistant\n").ids
     s1 = len(ids)
-    text = (f"Now the digits inside the red ring are clear: {', '.join(answer)}. The number is \\boxed{{{answer}}}." if category == "ring-digits"
-            else f"Now the blue tag is clear: it shows the letter {answer}. The answer is \\boxed{{{answer}}}.")
+    text = (f"The ring shows {', '.join(answer)}: \\boxed{{{answer}}}" if category == "ring-digits"
+            else f"The tag shows {answer}: \\boxed{{{answer}}}")
     ids += tk.encode(text).ids + [im_end]
     return {**r, "ids": ids, "spans": r["spans"] + [[s1, len(ids)]], "answer": answer,
             "images": r["images"] + [{"key": "crop", "grid": list(grid1), "file": "crop.png"}]}
@@ -223,7 +223,7 @@ def main():
     reading_text = tk.decode(zrecs[0]["ids"][want_q[0][0] + 1:want_q[0][-1] + 1])
     checks["attn2_keys"] = (rows2.tolist() == [0, 2] and [T2[j].nonzero().flatten().tolist() for j in range(2)] == want_k
                             and len(img_at_z) == n0 + H1 * W1 and all(int(bz["input_ids"][2, k]) == model.image_token_id for k in want_k[1]))
-    checks["attn2_queries"] = [P2[j][Pok2[j]].tolist() for j in range(2)] == want_q and reading_text.startswith("Now the digits")
+    checks["attn2_queries"] = [P2[j][Pok2[j]].tolist() for j in range(2)] == want_q and reading_text.startswith("The ring shows")
     rows1, _, _, T1 = bz["aux_attn"]
     want_k1 = []
     for j, (rr_, cc_) in ((0, ((1, 2, 3), (0, 1, 2))), (1, ((3, 4, 5), (1, 2, 3))), (2, ((0, 1), (0, 1)))):  # centres (0.45,0.45), (0.6,0.8), (0.01,0.01) on 6 x 4

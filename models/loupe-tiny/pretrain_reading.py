@@ -10,8 +10,8 @@ Two sources of crops, either or both:
 - --data: the crop images of prepared zoom trajectories (prepare.ts / datagen.ts: the exact engine inputs, fixed).
 - --scenes: loupe-synth scene folders (`loupe synth --kinds ring-digits,tag-letter`: samples.jsonl + images/), crops cut
   on the fly, a new one each time a scene is drawn: a call box around the target as trajectories.ts callBox makes it
-  (the target box grown by a random 0.3-0.8 of its size on each side, each side jittered by +-0.15 of the size, 3 decimals,
-  clamped to [0, 0.999]); Pixel Reasoner's crop of it on the image *after the initial resize* (eval mode, as prepare.ts and
+  (the target box grown by a random 0.3-0.8 of its size on each side, each side jittered by +-0.15 of the size, 2 decimals,
+  clamped to [0, 0.99]); Pixel Reasoner's crop of it on the image *after the initial resize* (eval mode, as prepare.ts and
   Loupe's loop run it) by pr_env (`plan_turn`: 0.1 padding, clamping, round-half-even pixel box, the eval_zoom resize
   with Pillow bicubic, as `Episode.step` does); then the engine's resize to train.MAX_PIXELS (pr_env.engine_resize). The
   engine resizes with its own code (transformers.js + sharp in Node); engine_resize emulates that with Pillow, so these
@@ -59,9 +59,9 @@ def items_from(recs, pix):
 GROW, JITTER, PAD = (0.3, 0.8), 0.15, 0.1  # trajectories.ts callBox: grow range, per-side jitter; Pixel Reasoner's padding
 
 
-def r3(v):
-    """trajectories.ts r3: Math.round to 3 decimals (half up), clamped to [0, 0.999] (the call stays normalized)."""
-    return min(0.999, max(0.0, math.floor(v * 1000 + 0.5) / 1000))
+def r2(v):
+    """trajectories.ts r2: Math.round to 2 decimals (half up), clamped to [0, 0.99] (the call stays normalized)."""
+    return min(0.99, max(0.0, math.floor(v * 100 + 0.5) / 100))
 
 
 def call_box(rng, norm):
@@ -69,15 +69,15 @@ def call_box(rng, norm):
     grow = rng.uniform(*GROW)
     w, h = norm[2] - norm[0], norm[3] - norm[1]
     j = lambda: rng.uniform(-JITTER, JITTER)  # noqa: E731
-    return [r3(norm[0] - w * (grow + j())), r3(norm[1] - h * (grow + j())), r3(norm[2] + w * (grow + j())), r3(norm[3] + h * (grow + j()))]
+    return [r2(norm[0] - w * (grow + j())), r2(norm[1] - h * (grow + j())), r2(norm[2] + w * (grow + j())), r2(norm[3] + h * (grow + j()))]
 
 
 def reach(norm, iw, ih):
     """Pixel box (on the initially resized image) holding every crop a call box around `norm` can produce."""
     m = GROW[1] + JITTER
     w, h = norm[2] - norm[0], norm[3] - norm[1]
-    return (max(0, math.floor((norm[0] - m * w - PAD - 0.001) * iw) - 1), max(0, math.floor((norm[1] - m * h - PAD - 0.001) * ih) - 1),
-            min(iw, math.ceil((norm[2] + m * w + PAD + 0.001) * iw) + 1), min(ih, math.ceil((norm[3] + m * h + PAD + 0.001) * ih) + 1))
+    return (max(0, math.floor((norm[0] - m * w - PAD - 0.006) * iw) - 1), max(0, math.floor((norm[1] - m * h - PAD - 0.006) * ih) - 1),
+            min(iw, math.ceil((norm[2] + m * w + PAD + 0.006) * iw) + 1), min(ih, math.ceil((norm[3] + m * h + PAD + 0.006) * ih) + 1))
 
 
 def read_scenes(spec):

@@ -133,12 +133,12 @@ def where(cx, cy):
 
 
 def fmt(x):
-    """Python json.dumps of a 3-decimal box value as the TS generator writes it (r3: clamp to [0, 0.999])."""
-    x = min(0.999, max(0.0, round(x, 3)))
+    """Python json.dumps of a 2-decimal box value as the TS generator writes it (r2: clamp to [0, 0.99])."""
+    x = min(0.99, max(0.0, round(x, 2)))
     return "0" if x == 0 else repr(x)
 
 
-FIRST_TURN = re.compile(r"^I can see (.+?) (in the \w+ \w+|on the \w+ side|near the centre), but (.+?) at this size\. Let me zoom in\.\n<tool_call>\n"
+FIRST_TURN = re.compile(r"^(.+?) (is|are) (in the \w+ \w+|on the \w+ side|near the centre)\. Let me zoom in\.\n<tool_call>\n"
                         r'\{"name": "crop_image_normalized", "arguments": \{"bbox_2d": \[([^\]]+)\], "target_image": 1\}\}\n</tool_call>$')
 
 
@@ -167,7 +167,7 @@ def flip_first_turns(recs, pix, tk):
                 img = pix[im["key"]]
                 img = img.flip(1) if fx else img
                 pix[key] = (img.flip(0) if fy else img).contiguous()
-            new = (f"I can see {m.group(1)} {where((x1 + x2) / 2, (y1 + y2) / 2)}, but {m.group(3)} at this size. Let me zoom in.\n<tool_call>\n"
+            new = (f"{m.group(1)} {m.group(2)} {where((x1 + x2) / 2, (y1 + y2) / 2)}. Let me zoom in.\n<tool_call>\n"
                    f'{{"name": "crop_image_normalized", "arguments": {{"bbox_2d": [{", ".join(fmt(v) for v in (x1, y1, x2, y2))}], "target_image": 1}}}}\n</tool_call>')
             ids = r["ids"][:s0] + tk.encode(new).ids + [im_end]
             out.append({"qid": r["qid"], "kind": f"zoom-first-{name}", "ids": ids, "spans": [[s0, len(ids)]], "images": [{**im, "key": key}]})
@@ -496,8 +496,8 @@ def read_eval(model, recs, pix, tk, dev, eos):
         m = BOXED.search(text)
         got = m.group(1).strip().upper() if m else None
         ok += int(got == str(r["answer"]).upper())
-        said = re.search(r"clear: (.*?)\. The", text)
-        said = said.group(1).replace(", ", "").replace("it shows the letter ", "").upper() if said else None
+        said = re.search(r"shows (.*?): \\boxed", text)
+        said = said.group(1).replace(", ", "").upper() if said else None
         consistent += int(got is not None and said == got)
     n = max(1, len(recs))
     return {"n": len(recs), "acc": ok / n, "consistent": consistent / n}

@@ -76,7 +76,8 @@ function cropPlan(bbox: Box, size: [number, number], mode: 'train' | 'eval'): Pi
   return { padded: g.normalizedBox, cropBox: g.cropBox, resized: [resized[0], resized[1]] };
 }
 
-const r3 = (v: number): number => Math.min(0.999, Math.max(0, Math.round(v * 1000) / 1000));
+/** Call-box values carry two decimals (every crop is padded by 0.1 anyway): fewer tokens to generate. */
+const r2 = (v: number): number => Math.min(0.99, Math.max(0, Math.round(v * 100) / 100));
 
 /** A normalized call box around `norm`, grown by `grow` of its size on each side, jittered a little. */
 function callBox(rng: Prng, norm: Box, grow: number): Box {
@@ -84,10 +85,10 @@ function callBox(rng: Prng, norm: Box, grow: number): Box {
   const h = norm[3] - norm[1];
   const j = (): number => rng.range(-0.15, 0.15);
   return [
-    r3(norm[0] - w * (grow + j())),
-    r3(norm[1] - h * (grow + j())),
-    r3(norm[2] + w * (grow + j())),
-    r3(norm[3] + h * (grow + j())),
+    r2(norm[0] - w * (grow + j())),
+    r2(norm[1] - h * (grow + j())),
+    r2(norm[2] + w * (grow + j())),
+    r2(norm[3] + h * (grow + j())),
   ];
 }
 
@@ -103,32 +104,24 @@ function toolCall(name: string, args: Record<string, unknown>): string {
   return `<tool_call>\n${pyJsonDumps({ name, arguments: args })}\n</tool_call>`;
 }
 
-/** The sentence that states what the zoomed view shows, ending in the boxed answer. */
+/** The sentence that states what the zoomed view shows, ending in the boxed answer. Short: every token is generated. */
 function readOut(s: SynthSample): string {
   const f = s.facts;
   switch (s.category) {
     case 'ring-digits':
-      return `Now the digits inside the red ring are clear: ${[...String(f.digits)].join(', ')}. The number is \\boxed{${s.answer}}.`;
+      return `The ring shows ${[...String(f.digits)].join(', ')}: \\boxed{${s.answer}}`;
     case 'tag-letter':
-      return `Now the blue tag is clear: it shows the letter ${f.letter}. The answer is \\boxed{${s.answer}}.`;
+      return `The tag shows ${f.letter}: \\boxed{${s.answer}}`;
     case 'box-dots':
-      return `Now I can count the dots inside the green box: there ${f.count === 1 ? 'is 1 dot' : `are ${f.count} dots`}. The answer is \\boxed{${s.answer}}.`;
+      return `I count ${f.count === 1 ? '1 dot' : `${f.count} dots`}: \\boxed{${s.answer}}`;
     case 'left-of':
-      return `Now both yellow tags are readable: ${f.left} is on the left and ${f.right} is on the right, so option ${s.answer} (${f.left}) is correct. \\boxed{${s.answer}}`;
+      return `${f.left} is left of ${f.right}: \\boxed{${s.answer}}`;
   }
 }
 
-function detailName(s: SynthSample): string {
-  switch (s.category) {
-    case 'ring-digits':
-      return 'the digits inside it are too small to read';
-    case 'tag-letter':
-      return 'the letter on it is too small to read';
-    case 'box-dots':
-      return 'the dots inside it are too small to count reliably';
-    case 'left-of':
-      return 'their letters are too small to tell which tag is which';
-  }
+/** 'are' for the plural target label of left-of ('the yellow tags K and R'), else 'is'. */
+function verb(s: SynthSample): string {
+  return s.category === 'left-of' ? 'are' : 'is';
 }
 
 /** The first user text: question (with options) plus the guideline. */
@@ -185,7 +178,7 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
         ],
       },
       asst(
-        `${s.target.label[0]?.toUpperCase()}${s.target.label.slice(1)} is visible in image ${targetImage} (frame ${first}), ${where(s.target.norm)}, but ${detailName(s)}. Let me zoom in.\n` +
+        `${s.target.label[0]?.toUpperCase()}${s.target.label.slice(1)} ${verb(s)} in image ${targetImage} (frame ${first}), ${where(s.target.norm)}. Let me zoom in.\n` +
           toolCall('crop_image_normalized', { bbox_2d: bbox, target_image: targetImage }),
       ),
       { role: 'user', content: [{ type: 'text', text: prCropObservation(plan.resized[0], plan.resized[1]) }, { type: 'image', image: 'crop:0' }] },
@@ -200,13 +193,14 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
   const [iw, ih] = resizeWithPreset([s.width, s.height], presetFor('initial', mode) ?? 'eval_initial');
   const first: QwenMessage = { role: 'user', content: [{ type: 'image', image }, { type: 'text', text: userText(s, guide) }] };
   const Label = `${s.target.label[0]?.toUpperCase()}${s.target.label.slice(1)}`;
+  const is = verb(s);
 
   if (!s.needsZoom) {
     out.push({
       qid: s.qid,
       kind: 'direct',
       answer: s.answer,
-      message_list: [sys, first, asst(`${Label} is large enough to read in the full image. ${readOut(s).replace(/^Now /, '')}`)],
+      message_list: [sys, first, asst(`${Label} ${is} large enough to read. ${readOut(s)}`)],
       crops: [],
     });
     return out;
@@ -235,7 +229,7 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
       sys,
       first,
       asst(
-        `I can see ${s.target.label} ${where(s.target.norm)}, but ${detailName(s)} at this size. Let me zoom in.\n` +
+        `${Label} ${is} ${where(s.target.norm)}. Let me zoom in.\n` +
           toolCall('crop_image_normalized', { bbox_2d: good.bbox, target_image: 1 }),
       ),
       cropMsg(good),
@@ -261,7 +255,7 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
     const t = s.target.norm;
     const cx = (t[0] + t[2]) / 2 > 0.5 ? 0.05 : 0.7;
     const cy = (t[1] + t[3]) / 2 > 0.5 ? 0.05 : 0.7;
-    poorBox = [r3(cx), r3(cy), r3(cx + 0.2), r3(cy + 0.2)];
+    poorBox = [r2(cx), r2(cy), r2(cx + 0.2), r2(cy + 0.2)];
     poorSays = `This crop does not contain ${s.target.label}.`;
   }
   const poor = mkCrop(poorBox, 0);
@@ -273,10 +267,10 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
     message_list: [
       sys,
       first,
-      asst(`The details I need are too small to read in the full image. Let me zoom in on the region that looks right.\n` + toolCall('crop_image_normalized', { bbox_2d: poor.bbox, target_image: 1 })),
+      asst(`Let me zoom in on the region that looks right.\n` + toolCall('crop_image_normalized', { bbox_2d: poor.bbox, target_image: 1 })),
       cropMsg(poor),
       asst(
-        `${poorSays} Looking at the original image again, ${s.target.label} is ${where(s.target.norm)}. Let me crop there instead.\n` +
+        `${poorSays} ${Label} ${is} ${where(s.target.norm)}. Let me crop there.\n` +
           toolCall('crop_image_normalized', { bbox_2d: fixed.bbox, target_image: 1 }),
       ),
       cropMsg(fixed),

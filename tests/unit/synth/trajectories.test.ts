@@ -1,12 +1,16 @@
 /**
  * SFT trajectories for loupe-synth: every tool turn is a valid Pixel Reasoner call whose geometry and
  * observation text match the protocol module's own planner; good crops contain the target, the poor first
- * crop of a recovery does not; the final answer is boxed; written crops show the target.
+ * crop of a recovery does not; the final answer is boxed; written crops show the target. The text is the short
+ * template models/loupe-tiny/train.py parses (its FIRST_TURN pattern and read_eval's "shows …: \boxed" are read
+ * from train.py itself), with two-decimal call boxes.
  */
 import sharp from 'sharp';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   PR_SYSTEM_PROMPT,
@@ -48,6 +52,11 @@ afterAll(async () => {
 });
 
 const dialect = getDialect('pixel-reasoner');
+
+/** The patterns train.py matches generated text with, read from its source (Python raw strings; valid JS regexes here). */
+const TRAIN_PY = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../../../models/loupe-tiny/train.py'), 'utf8');
+const FIRST_TURN = ((m) => m && new RegExp(m[1]! + m[2]!))(/^FIRST_TURN = re\.compile\(r"(.*)"\s*\n\s*r'(.*)'\)$/m.exec(TRAIN_PY));
+const SAID = ((m) => m && new RegExp(m[1]!))(/said = re\.search\(r"(.*?)", text\)/.exec(TRAIN_PY));
 
 function textOf(m: SftTrajectory['message_list'][number]): string {
   return m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
@@ -134,6 +143,61 @@ describe('loupe-synth SFT trajectories', () => {
     expect(sel.length).toBeLessThanOrEqual(8);
     for (const f of v.target.frames ?? []) expect(sel).toContain(f);
     expect(t?.crops[0]?.targetImage).toBe(2 + sel.indexOf(v.target.frames?.[0] as number));
+  });
+
+  it('uses the short template train.py parses, with two-decimal call boxes', () => {
+    expect(FIRST_TURN, 'FIRST_TURN not found in train.py').toBeTruthy();
+    expect(SAID, "read_eval's `said` pattern not found in train.py").toBeTruthy();
+    const recs = [
+      ...records,
+      // every kind (cycled), easy and hard
+      ...Array.from({ length: 12 }, (_, i) => imageSampleRecord({ seed: 5, n: 12, easyFraction: 0.25 }, i, imageScene({ seed: 5, n: 12, easyFraction: 0.25 }, i))),
+    ];
+    const seen = new Set<string>();
+    for (const s of recs) {
+      const f = s.facts;
+      const label = s.target.label[0]!.toUpperCase() + s.target.label.slice(1);
+      const is = s.category === 'left-of' ? 'are' : 'is'; // 'the yellow tags K and R' is plural
+      const reading = {
+        'ring-digits': `The ring shows ${[...String(f.digits)].join(', ')}: \\boxed{${s.answer}}`,
+        'tag-letter': `The tag shows ${f.letter}: \\boxed{${s.answer}}`,
+        'box-dots': `I count ${f.count} dot${f.count === 1 ? '' : 's'}: \\boxed{${s.answer}}`,
+        'left-of': `${f.left} is left of ${f.right}: \\boxed{${s.answer}}`,
+      }[s.category];
+      for (const t of synthTrajectories(s)) {
+        seen.add(`${s.category}/${t.kind}`);
+        const turns = t.message_list.filter((m) => m.role === 'assistant').map((m) => textOf(m));
+        expect(turns.at(-1)).toBe(t.kind === 'direct' ? `${label} ${is} large enough to read. ${reading}` : reading);
+        if (t.kind === 'zoom') {
+          const m = FIRST_TURN!.exec(turns[0]!);
+          expect(m, turns[0]).toBeTruthy();
+          expect(m![1]).toBe(label);
+          expect(m![2]).toBe(is);
+          expect(m![4]!.split(', ').map(Number)).toEqual(t.crops[0]!.bbox);
+        }
+        if (t.kind === 'recover') {
+          expect(turns[0]!.startsWith('Let me zoom in on the region that looks right.\n<tool_call>\n')).toBe(true);
+          expect(turns[1]).toMatch(new RegExp(`^This crop (shows .+, not|does not contain) .+\\. ${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} ${is} .+\\. Let me crop there\\.\n<tool_call>\n`));
+        }
+        if (t.kind === 'frames-zoom') {
+          expect(turns[1]).toMatch(new RegExp(`^${label} ${is} in image ${t.crops[0]!.targetImage} \\(frame \\d+\\), .+\\. Let me zoom in\\.\n<tool_call>\n`));
+        }
+        // read_eval's consistency check: what the turn says it read equals the boxed answer (ring and tag).
+        if (s.category === 'ring-digits' || s.category === 'tag-letter') {
+          expect(SAID!.exec(turns.at(-1)!)?.[1]?.replace(/, /g, '')).toBe(s.answer);
+        }
+        for (const c of t.crops) {
+          for (const v of c.bbox) {
+            expect(v).toBeLessThanOrEqual(0.99);
+            expect(Math.round(v * 100) / 100).toBe(v);
+          }
+        }
+        for (const x of turns) expect(x).not.toMatch(/\d\.\d{3}/);
+      }
+    }
+    for (const k of ['ring-digits', 'tag-letter', 'box-dots', 'left-of']) for (const kind of ['zoom', 'recover']) expect(seen).toContain(`${k}/${kind}`);
+    expect([...seen].some((k) => k.endsWith('/direct'))).toBe(true);
+    expect([...seen].some((k) => k.endsWith('/frames-zoom'))).toBe(true);
   });
 
   it('is deterministic and renders as Qwen chat text', () => {
