@@ -315,6 +315,17 @@ def attn_loss(b, store, attn_mod, heads_n):
     return -(on * w).sum() / w.sum().clamp(min=1)
 
 
+def rl_tokenizer(tok_dir):
+    """rl.py's tokenizer wrapper (encode -> list of ids), which scene_traj's encoding uses."""
+    import rl
+    return rl.load_tokenizer(tok_dir)
+
+
+def rl_encoder(tok):
+    import rl
+    return rl.Encoder(tok, MAX_PIXELS)
+
+
 def first_turns(recs, keep_full):
     """Zoom trajectories cut after their first turn (global view -> crop call), plus every `keep_full`-th trajectory whole:
     a short-sequence diet for teaching localization on a CPU."""
@@ -582,6 +593,9 @@ def main():
     ap.add_argument("--box-weight", type=float, default=1.0, help="loss weight of the crop-box number tokens of zoom trajectories")
     ap.add_argument("--crop-every", type=int, default=0, help="also generate --crop-every-n held-out first turns every N steps (0: only at the end)")
     ap.add_argument("--crop-every-n", type=int, default=12)
+    ap.add_argument("--scenes", help="loupe-synth folder(s), comma-separated: zoom trajectories made afresh from them every step (scene_traj.py)")
+    ap.add_argument("--scene-frac", type=float, default=0.5, help="share of each batch drawn fresh from --scenes")
+    ap.add_argument("--scene-workers", type=int, default=8, help="threads building the next step's fresh trajectories")
     ap.add_argument("--crop-eval", type=int, default=64, help="held-out zoom first turns to generate at the end (crop hit rate)")
     a = ap.parse_args()
     if a.minutes is None and a.max_steps is None:
@@ -657,6 +671,25 @@ def main():
         model.model.visual.register_forward_hook(lambda m, i, o: store.__setitem__("vis", o))
         model.model.language_model.layers[a.aux_pos_layer].register_forward_hook(lambda m, i, o: store.__setitem__("llm", o))
     mb = dict(model=model, box_weight=a.box_weight, merge=model.vc["merge"], image_token_id=model.image_token_id)
+    fresh_k, sx = 0, None
+    if a.scenes:
+        import scene_traj
+        from concurrent.futures import ThreadPoolExecutor
+        t_ = time.time()
+        sdirs = [d for d in a.scenes.split(",") if d.strip()]
+        scenes = [sc for sc in scene_traj.load_scenes(sdirs, MAX_PIXELS, a.scene_workers) if sc["qid"] not in val_q]
+        if not scenes:
+            raise SystemExit("train.py: no ring-digits / tag-letter image samples in --scenes")
+        stok = rl_tokenizer(tok_dir)
+        senc = rl_encoder(stok)
+        fresh_k = max(1, min(a.bs, round(a.bs * a.scene_frac)))
+        sx = ThreadPoolExecutor(a.scene_workers)
+        log(f"fresh zoom trajectories: {len(scenes)} scenes from {len(sdirs)} folder(s) ({time.time() - t_:.0f}s), {fresh_k} of every batch of {a.bs}")
+
+        def submit_fresh(step_):
+            return [sx.submit(scene_traj.draw, random.Random(f"{a.seed}:{step_}:{k}").choice(scenes), random.Random(f"{a.seed}:{step_}:{k}:b"),
+                              senc, stok, MAX_PIXELS) for k in range(fresh_k)]
+        nxt_fresh = submit_fresh(0)
 
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2] + [heads.tgt.weight, heads.pos.weight, heads.read.weight, heads.glyph.weight]
     nodecay = [p for n, p in model.named_parameters() if p.dim() < 2] + [heads.tgt.bias, heads.pos.bias, heads.cat.weight, heads.read.bias, heads.glyph.bias]
@@ -741,9 +774,21 @@ def main():
             random.shuffle(bl)
             order = [j for b_ in bl for j in b_]
             epoch += 1
-        idx, order = order[:a.bs], order[a.bs:]
+        idx, order = order[:a.bs - fresh_k], order[a.bs - fresh_k:]
         ts = time.time()
-        b = make_batch([train[i] for i in idx], pix, pad, dev, **mb)
+        items, fresh_keys = [train[i] for i in idx], []
+        if fresh_k:
+            got = [f.result() for f in nxt_fresh]
+            nxt_fresh = submit_fresh(step + 1)
+            for g in got:
+                if g is not None:
+                    pix.update(g[1])
+                    fresh_keys += list(g[1])
+                    items.append(g[0])
+            annotate([it for it in items if it.get("fresh")], tk)
+        b = make_batch(items, pix, pad, dev, **mb)
+        for k in fresh_keys:
+            pix.pop(k, None)  # a scene drawn twice in one batch shares its global view's key
         if amp:
             with torch.autocast(**amp):
                 loss, lm, aux, _ = forward(b)
@@ -787,6 +832,8 @@ def main():
                         "reference": tk.decode(r["ids"][s0:r["spans"][0][1]], skip_special_tokens=False)})
     for s in samples[:3]:
         log(f"sample {s['qid']}: {json.dumps(s['generated'])[:240]}")
+    if sx:
+        sx.shutdown(wait=False, cancel_futures=True)
     crop = crop_eval(model, [r for r in val if r.get("tgt") and r["kind"] == "zoom"][:a.crop_eval], pix, tk, dev, eos)
     log(f"final/crop_hit:{crop['hit']:.3f} - final/where_ok:{crop['where']:.3f} - final/crop_parsed:{crop['parsed']:.3f} (n={crop['n']}, greedy first turns on held-out scenes)")
     read = read_eval(model, [r for r in val if r.get("ctgt")][:a.read_eval], pix, tk, dev, eos)

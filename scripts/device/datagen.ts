@@ -5,10 +5,12 @@
  *
  *   node datagen.mjs --seeds 100-199 --n 50 [--video 4] --kinds ring-digits,tag-letter --tokenizer MODEL_DIR --out DIR
  *                    [--workers 14] [--notool-fraction 0.4] [--ground] [--easy-fraction F] [--keep-scenes] [--deadline-s S]
+ *                    [--scenes-only]
  *
  * Writes DIR/prep-<seed>/{manifest.jsonl,images/} (prepare.ts's format) and DIR/synth-<seed>/ (the scenes; their images
  * are deleted unless --keep-scenes, samples.jsonl is kept). A seed whose prep folder already has a manifest is skipped,
- * so an interrupted run resumes.
+ * so an interrupted run resumes. --scenes-only: the scenes alone (images kept, no prep folder), e.g. for
+ * pretrain_reading.py --scenes, which cuts its own crops.
  */
 import { fork } from 'node:child_process';
 import { existsSync, promises as fsp } from 'node:fs';
@@ -40,13 +42,15 @@ function seedList(spec: string): number[] {
 async function one(seed: number): Promise<string> {
   const out = path.resolve(arg('--out'));
   const prep = path.join(out, `prep-${seed}`);
-  if (existsSync(path.join(prep, 'manifest.jsonl'))) return `seed ${seed}: already done`;
   const synth = path.join(out, `synth-${seed}`);
+  const scenesOnly = process.argv.includes('--scenes-only');
+  if (existsSync(path.join(scenesOnly ? synth : prep, scenesOnly ? 'samples.jsonl' : 'manifest.jsonl'))) return `seed ${seed}: already done`;
   const kinds = arg('--kinds', 'ring-digits,tag-letter').split(',') as SynthKind[];
   const t0 = Date.now();
   const easy = process.argv.includes('--easy-fraction') ? { easyFraction: Number(arg('--easy-fraction')) } : {};
   await generateSynth({ seed, n: Number(arg('--n', '50')), video: Number(arg('--video', '0')), kinds, ...easy }, synth);
   const t1 = Date.now();
+  if (scenesOnly) return `seed ${seed}: synth ${((t1 - t0) / 1000).toFixed(1)} s`;
   const res = await prepareData({
     dirs: [synth],
     outDir: prep + '.tmp',

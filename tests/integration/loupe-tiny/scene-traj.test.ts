@@ -1,0 +1,108 @@
+/**
+ * models/loupe-tiny/scene_traj.py (zoom trajectories made on the fly from loupe-synth scenes, for train.py --scenes)
+ * against Loupe's own path: a small loupe-synth folder generated here, prepared by prepare.ts (Loupe's loop + engine
+ * encoding); `scene_traj.py --check-manifest` rebuilds every zoom trajectory of it from its scene with the call box its
+ * first turn wrote and must get the same token ids, spans and image grids (and nearly the same pixels). The same check
+ * on a copy whose manifest has one token id changed must fail, naming that trajectory. Then train.py runs 2 CPU steps
+ * with half of every batch drawn fresh from the scenes (--scenes, --scene-frac 0.5, --scene-workers 2).
+ *
+ * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateSynth } from '../../../app/bench/loupe-synth';
+import { prepareData } from '../../../models/loupe-tiny/prepare';
+import { requirePython } from './python';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const TOK = 'models/tiny-random-qwen25vl';
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-scene-traj-'));
+const SYNTH = path.join(tmp, 'synth');
+const PREP = path.join(tmp, 'prep');
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+beforeAll(async () => {
+  await generateSynth({ seed: 23, n: 6, video: 0, kinds: ['ring-digits', 'tag-letter'] }, SYNTH);
+  await prepareData({ dirs: [SYNTH], outDir: PREP, tokDir: path.join(ROOT, TOK), notoolFraction: 0, log: () => undefined });
+}, 240_000);
+
+interface Report {
+  zoom_trajectories: number;
+  ids_identical: number;
+  mean_abs_pixel_diff: number | null;
+  first_difference: string | null;
+}
+
+interface Rec {
+  qid: string;
+  kind: string;
+  ids: number[];
+  spans: number[][];
+}
+
+function check(python: string, prep: string): { status: number | null; rep: Report; log: string } {
+  const r = spawnSync(python, ['models/loupe-tiny/scene_traj.py', '--check-manifest', prep, '--scenes', SYNTH, '--tok', TOK], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, OMP_NUM_THREADS: '1' },
+  });
+  const log = `${r.stdout}\n${r.stderr}`;
+  const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
+  expect(line, `no JSON line:\n${log.slice(-3000)}`).toBeDefined();
+  return { status: r.status, rep: JSON.parse(line!) as Report, log };
+}
+
+describe('scene_traj.py: fresh zoom trajectories', () => {
+  it("rebuild prepare.ts's zoom trajectories token for token, and a tampered manifest is caught", () => {
+    const python = requirePython(['torch', 'numpy', 'PIL']);
+    const { status, rep, log } = check(python, PREP);
+    expect(rep.zoom_trajectories, log).toBeGreaterThanOrEqual(3);
+    expect(rep.ids_identical, JSON.stringify(rep)).toBe(rep.zoom_trajectories);
+    expect(rep.first_difference).toBeNull();
+    expect(rep.mean_abs_pixel_diff).not.toBeNull();
+    expect(rep.mean_abs_pixel_diff!).toBeLessThan(3);
+    expect(status, log).toBe(0);
+
+    // the same folder with one token id changed: the first token of the reading turn of the last zoom trajectory
+    const bad = path.join(tmp, 'prep-tampered');
+    cpSync(PREP, bad, { recursive: true });
+    const lines = readFileSync(path.join(PREP, 'manifest.jsonl'), 'utf8').split('\n').filter(Boolean);
+    const recs = lines.map((l) => JSON.parse(l) as Rec);
+    const i = recs.map((r) => r.kind).lastIndexOf('zoom');
+    expect(i).toBeGreaterThanOrEqual(0);
+    const rec = recs[i]!;
+    const at = rec.spans[1]![0]!;
+    rec.ids[at] = rec.ids[at]! + 1;
+    lines[i] = JSON.stringify(rec);
+    writeFileSync(path.join(bad, 'manifest.jsonl'), lines.join('\n') + '\n');
+    const t = check(python, bad);
+    expect(t.status, t.log).toBe(1);
+    expect(t.rep.zoom_trajectories).toBe(rep.zoom_trajectories);
+    expect(t.rep.ids_identical).toBe(rep.zoom_trajectories - 1);
+    expect(t.rep.first_difference).toContain(`${rec.qid}: first difference at token ${at} `);
+  }, 120_000);
+
+  it('train.py --scenes: 2 CPU steps with 2 fresh trajectories of every batch of 4', () => {
+    const python = requirePython(['torch', 'numpy', 'PIL']);
+    const out = path.join(tmp, 'run');
+    const r = spawnSync(
+      python,
+      [
+        'models/loupe-tiny/train.py', '--data', PREP, '--scenes', SYNTH, '--scene-frac', '0.5', '--scene-workers', '2',
+        '--fresh-from', TOK, '--tok', TOK, '--device', 'cpu', '--max-steps', '2', '--bs', '4', '--export', 'none',
+        '--crop-eval', '1', '--read-eval', '1', '--out', out,
+      ],
+      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } },
+    );
+    const log = `${r.stdout}\n${r.stderr}`;
+    expect(r.status, log.slice(-6000)).toBe(0);
+    const m = /^fresh zoom trajectories: (\d+) scenes from 1 folder\(s\) .*, 2 of every batch of 4$/m.exec(r.stdout);
+    expect(m, log.slice(-6000)).not.toBeNull();
+    expect(Number(m![1])).toBeGreaterThan(0);
+    expect(existsSync(path.join(out, 'metrics.json'))).toBe(true);
+  }, 300_000);
+});
