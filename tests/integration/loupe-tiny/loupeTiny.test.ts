@@ -100,6 +100,22 @@ describe('loupe-tiny crops the target on held-out scenes generated here (greedy,
   }, 180_000);
 });
 
+describe('loupe-tiny reads the zoomed tag on held-out scenes generated here (greedy, q8, CPU)', () => {
+  it('answers at least 3 of the first 12 seed-9 tag-letter scenes right (chance: 1 in 23)', async () => {
+    const dir = path.join(tmp, 'seed9-read');
+    const { samples: fresh } = await generateSynth({ seed: 9, n: 24, kinds: ['ring-digits', 'tag-letter'] }, dir);
+    const tags = fresh.filter((s) => s.category === 'tag-letter');
+    expect(tags.length).toBeGreaterThanOrEqual(12);
+    const right: string[] = [];
+    for (const s of tags.slice(0, 12)) {
+      const t = await runScene(path.join(dir, s.image!), s.question);
+      const boxed = [...(t.turns.at(-1)?.text ?? '').matchAll(/\\boxed\{([^}]*)\}/g)].at(-1)?.[1];
+      if (boxed?.trim().toUpperCase() === s.answer.toUpperCase()) right.push(`${s.qid}=${s.answer}`);
+    }
+    expect(right.length, `read right: ${right.join(', ')}`).toBeGreaterThanOrEqual(3);
+  }, 240_000);
+});
+
 describe('loupe-tiny evaluation of video samples', () => {
   let dir: string;
   let s: SynthSample | undefined;
