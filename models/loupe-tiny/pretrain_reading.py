@@ -101,19 +101,22 @@ def read_scenes(spec):
     return out, skipped
 
 
-def load_scene(sc):
+def load_scene(sc, global_max_pixels=None):
     """Decode the scene image once, resize it as Pixel Reasoner's initial resize does (pr_env.initial_image, eval mode),
-    keep the reachable part: sc['size'] (the resized image's [w, h]), sc['origin'], sc['region'] (PIL RGB)."""
+    keep the reachable part: sc['size'] (the resized image's [w, h]), sc['origin'], sc['region'] (PIL RGB); with
+    global_max_pixels also sc['global'], the whole image through the engine resize (uint8 [H, W, 3] tensor)."""
     im = E.initial_image(sc["path"], "eval")
     box = reach(sc["norm"], *im.size)
     sc["size"], sc["origin"], sc["region"] = list(im.size), box[:2], im.crop(box)
+    if global_max_pixels:
+        sc["global"] = torch.from_numpy(np.array(E.engine_resize(im, global_max_pixels)))
     return sc
 
 
-def cut(sc, bbox, max_pixels):
-    """The crop a `crop_image_normalized` call with `bbox` on image 1 returns (pr_env.plan_turn's geometry; crop and zoom
-    resize as Episode.step does them), through the engine resize -> (uint8 [H, W, 3], grid, target centre in the crop),
-    or None where the tool refuses the box."""
+def tool_crop(sc, bbox):
+    """What a `crop_image_normalized` call with `bbox` on image 1 returns (pr_env.plan_turn's geometry; crop and zoom
+    resize as Episode.step does them), cut from the cached region -> (plan, PIL image), or None where the tool refuses
+    the box."""
     _, plan = E.plan_turn("crop_image_normalized", {"bbox_2d": bbox, "target_image": 1}, E.Sizes(False, [sc["size"]]), "eval")
     if plan["kind"] != "crop":
         return None
@@ -122,7 +125,17 @@ def cut(sc, bbox, max_pixels):
     rw, rh = sc["region"].size
     if not (ox <= x0 and oy <= y0 and x1 <= ox + rw and y1 <= oy + rh):
         raise RuntimeError(f"pretrain_reading.py: {sc['qid']}: crop {plan['cropBox']} leaves the cached region at {sc['origin']} of {rw}x{rh}")
-    crop = E.pil_resize(sc["region"].crop((x0 - ox, y0 - oy, x1 - ox, y1 - oy)), *plan["resizedSize"])
+    return plan, E.pil_resize(sc["region"].crop((x0 - ox, y0 - oy, x1 - ox, y1 - oy)), *plan["resizedSize"])
+
+
+def cut(sc, bbox, max_pixels):
+    """tool_crop through the engine resize -> (uint8 [H, W, 3], grid, target centre in the crop), or None where the tool
+    refuses the box."""
+    got = tool_crop(sc, bbox)
+    if got is None:
+        return None
+    plan, crop = got
+    x0, y0, x1, y1 = plan["cropBox"]
     rgb = np.array(E.engine_resize(crop, max_pixels))
     (cx, cy), (iw, ih) = sc["centre"], sc["size"]
     return torch.from_numpy(rgb), [1, rgb.shape[0] // 14, rgb.shape[1] // 14], ((cx * iw - x0) / (x1 - x0), (cy * ih - y0) / (y1 - y0))

@@ -60,29 +60,18 @@ def load_scenes(dirs, max_pixels, workers=8):
             if s.get("isVideo") or not s.get("image") or s.get("category") not in KINDS:
                 continue
             scenes.append({"qid": s["qid"], "sample": s, "path": os.path.join(d, s["image"]), "norm": [float(v) for v in s["target"]["norm"]]})
-
-    def load(sc):
-        im = E.initial_image(sc["path"], "eval")
-        g = np.asarray(E.engine_resize(im, max_pixels))
-        box = PR.reach(sc["norm"], *im.size)
-        sc["size"], sc["origin"], sc["region"] = list(im.size), box[:2], im.crop(box)
-        sc["global"] = torch.from_numpy(np.array(g))
-        return sc
-
     with ThreadPoolExecutor(max(1, workers)) as ex:
-        return list(ex.map(load, scenes))
+        return list(ex.map(lambda sc: PR.load_scene(sc, max_pixels), scenes))
 
 
 def build(sc, bbox, enc, tok, max_pixels):
     """One zoom trajectory of scene `sc` with call box `bbox` -> (record as train.py's load_data gives it, {key: uint8
     image}), or None where the crop tool refuses the box. Image keys are 'scene:<qid>:g' and 'scene:<qid>:c<n>'."""
     s = sc["sample"]
-    _, plan = E.plan_turn("crop_image_normalized", {"bbox_2d": bbox, "target_image": 1}, E.Sizes(False, [sc["size"]]), "eval")
-    if plan["kind"] != "crop":
+    got = PR.tool_crop(sc, bbox)
+    if got is None:
         return None
-    x0, y0, x1, y1 = plan["cropBox"]
-    ox, oy = sc["origin"]
-    crop = E.pil_resize(sc["region"].crop((x0 - ox, y0 - oy, x1 - ox, y1 - oy)), *plan["resizedSize"])
+    plan, crop = got
     c = torch.from_numpy(np.array(E.engine_resize(crop, max_pixels)))
     g = sc["global"]
     g0 = [1, g.shape[0] // 14, g.shape[1] // 14]
