@@ -846,6 +846,7 @@ def main():
     metrics = {"params": nparam, "vision_params": nvis, "steps": step, "epochs": epoch, "batch_size": a.bs, "lr": a.lr, "minutes": a.minutes,
                "max_steps": a.max_steps, "train_seconds": round(train_s, 1), "init": a.init, "arch": None if (a.init or a.fresh_from) else a.arch, "fresh_from": a.fresh_from,
                "train_trajectories": len(train), "val_trajectories": len(val), "train_scenes": len(qids) - len(val_q), "val_scenes": len(val_q),
+               "fresh": {"scene_folders": len(a.scenes.split(",")), "scenes": len(scenes), "per_batch": fresh_k} if a.scenes else None,
                "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "read_eval": read, "onnx_check": check,
                "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "attn": a.aux_attn, "attn_layer": a.aux_attn_layer,
                        "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight,

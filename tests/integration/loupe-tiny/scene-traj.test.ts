@@ -104,5 +104,8 @@ describe('scene_traj.py: fresh zoom trajectories', () => {
     expect(m, log.slice(-6000)).not.toBeNull();
     expect(Number(m![1])).toBeGreaterThan(0);
     expect(existsSync(path.join(out, 'metrics.json'))).toBe(true);
+    const metrics = JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8')) as { fresh: { scenes: number; per_batch: number } | null };
+    expect(metrics.fresh?.per_batch).toBe(2);
+    expect(metrics.fresh?.scenes).toBeGreaterThan(0);
   }, 300_000);
 });
