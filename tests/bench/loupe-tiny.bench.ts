@@ -25,6 +25,8 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
         prompt,
         scenes: s.n!,
         'median ms/trajectory': Math.round(s.medianMs!),
+        // the speed target: a whole image trajectory under 1 s median on a laptop-class CPU (ratio < 1 meets it)
+        'vs 1 s target': Number((s.medianMs! / 1000).toFixed(2)),
         'median engine ms': Math.round(s.medianEngineMs!),
         'tokens/trajectory': Math.round(s.meanCompletionTokens!),
         'calls/trajectory': Number(s.meanCalls!.toFixed(2)),

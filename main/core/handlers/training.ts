@@ -91,7 +91,7 @@ const DESCRIPTIONS: Record<string, string> = {
   exportOnnx: 'Also export ONNX (fp32 + q8) so the Models page can load it (needs transformers + onnx; ~20 s)',
   workDir: 'Job-local folder for the synthesized and prepared data',
   recipe: 'plain = language-model loss only; grounded = also train.py’s training-only grounding losses (target, position, pointer, read-out, box weight, mirrored first turns)',
-  reading: 'Also the reading losses (glyph head and reading pointer on the crop)',
+  reading: 'Also the reading losses (glyph head and reading pointer on the crop); with synthesized scenes, half of every batch is built afresh from them',
   trainArgs: 'Extra train.py flags, space-separated, appended last (e.g. --aux-read 5 --crop-eval 0)',
   script: 'Bash body, run as typed',
   metricsFormat: 'How to parse metric lines from the log',
