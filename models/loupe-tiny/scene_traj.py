@@ -41,10 +41,15 @@ def read_out(s):
 
 
 def first_turn(s, bbox):
-    label = s["target"]["label"]
-    n = s["target"]["norm"]
-    call = '{"name": "crop_image_normalized", "arguments": {"bbox_2d": [' + ", ".join(T.fmt(v) for v in bbox) + '], "target_image": 1}}'
-    return f"{label[0].upper()}{label[1:]} is {T.where((n[0] + n[2]) / 2, (n[1] + n[3]) / 2)}. Let me zoom in.\n<tool_call>\n{call}\n</tool_call>"
+    label, n = s["target"]["label"], s["target"]["norm"]
+    return T.first_turn_text(label[0].upper() + label[1:], "is", (n[0] + n[2]) / 2, (n[1] + n[3]) / 2, bbox)
+
+
+def encoder(tok_dir, max_pixels):
+    """(tokenizer, rl.Encoder): the encoding path rl.py --check-manifest proves equal to the engine's."""
+    import rl
+    tok = rl.load_tokenizer(tok_dir)
+    return tok, rl.Encoder(tok, max_pixels)
 
 
 def load_scenes(dirs, max_pixels, workers=8):
@@ -102,9 +107,7 @@ def draw(sc, rng, enc, tok, max_pixels):
 
 
 def check_manifest(prep, scene_dir, tok_dir, max_pixels):
-    import rl
-    tok = rl.load_tokenizer(tok_dir)
-    enc = rl.Encoder(tok, max_pixels)
+    tok, enc = encoder(tok_dir, max_pixels)
     scenes = {sc["qid"]: sc for sc in load_scenes([scene_dir], max_pixels)}
     n = same = 0
     px = []

@@ -138,6 +138,13 @@ def fmt(x):
     return "0" if x == 0 else repr(x)
 
 
+def first_turn_text(label, verb, cx, cy, box):
+    """trajectories.ts's zoom first turn: '{Label} is {where}. Let me zoom in.' and the crop call on image 1 with `box`
+    (the mirrored first turns here and scene_traj.py's fresh trajectories both write it)."""
+    return (f"{label} {verb} {where(cx, cy)}. Let me zoom in.\n<tool_call>\n"
+            f'{{"name": "crop_image_normalized", "arguments": {{"bbox_2d": [{", ".join(fmt(v) for v in box)}], "target_image": 1}}}}\n</tool_call>')
+
+
 FIRST_TURN = re.compile(r"^(.+?) (is|are) (in the \w+ \w+|on the \w+ side|near the centre)\. Let me zoom in\.\n<tool_call>\n"
                         r'\{"name": "crop_image_normalized", "arguments": \{"bbox_2d": \[([^\]]+)\], "target_image": 1\}\}\n</tool_call>$')
 
@@ -167,8 +174,7 @@ def flip_first_turns(recs, pix, tk):
                 img = pix[im["key"]]
                 img = img.flip(1) if fx else img
                 pix[key] = (img.flip(0) if fy else img).contiguous()
-            new = (f"{m.group(1)} {m.group(2)} {where((x1 + x2) / 2, (y1 + y2) / 2)}. Let me zoom in.\n<tool_call>\n"
-                   f'{{"name": "crop_image_normalized", "arguments": {{"bbox_2d": [{", ".join(fmt(v) for v in (x1, y1, x2, y2))}], "target_image": 1}}}}\n</tool_call>')
+            new = first_turn_text(m.group(1), m.group(2), (x1 + x2) / 2, (y1 + y2) / 2, (x1, y1, x2, y2))
             ids = r["ids"][:s0] + tk.encode(new).ids + [im_end]
             out.append({"qid": r["qid"], "kind": f"zoom-first-{name}", "ids": ids, "spans": [[s0, len(ids)]], "images": [{**im, "key": key}]})
     log(f"mirrored first turns: {len(out)} from {len(recs)} zoom trajectories ({bad} did not match the template)")
@@ -313,17 +319,6 @@ def attn_loss(b, store, attn_mod, heads_n):
     on = torch.logsumexp(lp.masked_fill(~T[:, None, None, :], -1e4), -1)       # [R, nh, Pmax]
     w = Pok[:, None, :].float().expand_as(on)
     return -(on * w).sum() / w.sum().clamp(min=1)
-
-
-def rl_tokenizer(tok_dir):
-    """rl.py's tokenizer wrapper (encode -> list of ids), which scene_traj's encoding uses."""
-    import rl
-    return rl.load_tokenizer(tok_dir)
-
-
-def rl_encoder(tok):
-    import rl
-    return rl.Encoder(tok, MAX_PIXELS)
 
 
 def first_turns(recs, keep_full):
@@ -680,8 +675,7 @@ def main():
         scenes = [sc for sc in scene_traj.load_scenes(sdirs, MAX_PIXELS, a.scene_workers) if sc["qid"] not in val_q]
         if not scenes:
             raise SystemExit("train.py: no ring-digits / tag-letter image samples in --scenes")
-        stok = rl_tokenizer(tok_dir)
-        senc = rl_encoder(stok)
+        stok, senc = scene_traj.encoder(tok_dir, MAX_PIXELS)
         fresh_k = max(1, min(a.bs, round(a.bs * a.scene_frac)))
         sx = ThreadPoolExecutor(a.scene_workers)
         log(f"fresh zoom trajectories: {len(scenes)} scenes from {len(sdirs)} folder(s) ({time.time() - t_:.0f}s), {fresh_k} of every batch of {a.bs}")
