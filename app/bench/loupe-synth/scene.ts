@@ -295,7 +295,7 @@ export function buildScene(rng: Prng, kind: SynthKind, opts: SceneOptions): Scen
   const qr = rng.fork('question');
 
   if (kind === 'ring-digits') {
-    const glyphH = opts.easy ? S * lay.range(0.05, 0.065) : Math.max(12, L * lay.range(0.0085, 0.011));
+    const glyphH = opts.easy ? S * lay.range(0.05, 0.065) : Math.max(12, L * lay.range(0.013, 0.016));
     const digits = randomDigits(lay, lay.int(2, 4));
     const target = placeObj(ringWithDigits(digits, glyphH, TARGET_COLORS.ring));
     for (const c of lay.sample(DECOY_COLORS, lay.int(2, 3))) {

@@ -69,7 +69,7 @@ export function buildVideoScene(rng: Prng, kind: VideoKind): VideoScene {
   let facts: Record<string, string | number>;
   let noun: string;
   if (kind === 'ring-digits') {
-    const h = Math.max(12, L * lay.range(0.0095, 0.012));
+    const h = Math.max(12, L * lay.range(0.013, 0.016));
     answer = randomDigits(lay, lay.int(2, 4));
     built = ringWithDigits(answer, h, TARGET_COLORS.ring);
     makeDecoy = (c) => ringWithDigits(randomDigits(lay, lay.int(2, 4)), h, c.hex);

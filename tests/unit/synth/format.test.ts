@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generateSynth, videoSampleRecord, videoScene } from '../../../app/bench/loupe-synth';
+import { SYNTH_VERSION, generateSynth, videoSampleRecord, videoScene } from '../../../app/bench/loupe-synth';
 import { LoupeSampleSchema } from '../../../app/bench/adapters/loupeFormat';
 import { loupeSynthAdapter } from '../../../app/bench/adapters/loupeSynth';
 
@@ -17,7 +17,7 @@ describe('loupe-synth output format', () => {
     dir = await mkdtemp(join(tmpdir(), 'loupe-synth-fmt-'));
     const gen = await generateSynth({ seed: 4, n: 4 }, dir);
     const { samples, info } = await loupeSynthAdapter.load(dir);
-    expect(info.format).toBe('loupe-bench@1');
+    expect(info.format).toBe(`loupe-bench@${SYNTH_VERSION}`);
     expect(samples.map((s) => s.qid)).toEqual(gen.samples.map((s) => s.qid));
     for (const [i, s] of samples.entries()) {
       const g = gen.samples[i]!;
