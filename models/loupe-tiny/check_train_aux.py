@@ -12,7 +12,8 @@
    crop's 3x3 tokens in the tower's output (equal to the tower run on the crop alone), the reading pointer's keys are
    those tokens' sequence positions and its queries the reading turn; the first-turn pointer still looks at the global
    view. The batched reading-pointer loss equals the naive recomputation; the reading head can be learned (40 Adam
-   steps on it alone, tower + head); read_eval() runs (only that: the random model reads nothing).
+   steps on it alone, tower + head); read_eval() runs (only that: the random model reads nothing); --answer-weight
+   weighs exactly the reading turn.
 7. pretrain_reading.py --scenes on a hand-made scene (a red target near the top edge of an image the initial resize
    scales unevenly): each on-the-fly crop's target centre falls on the target's red pixels, and the crop cut from the
    cached region equals the crop pr_env's Episode returns for the same call on the whole image (then the engine resize).
@@ -204,6 +205,10 @@ def main():
               [107 + rr * W1 + cc for rr in (0, 0, 1) for cc in (0, 0, 1)]]  # corner: row/col -1 clamped to 0, tokens repeat
     gidx, glab = bz["aux_glyph"]
     checks["glyph_rows"] = gidx.tolist() == want_g and glab.tolist() == [[2, 6, 5, 3], [30, 36, 36, 36]]
+    bw = train.make_batch(zrecs, pix, 0, "cpu", model=model, merge=2, image_token_id=model.image_token_id, answer_weight=4.0)["weights"]
+    s_last, e_last = zrecs[0]["spans"][-1]
+    checks["answer_weight"] = (float(bw[0, s_last:e_last].min()) == 4.0 and float(bw[0, :s_last].max()) == 1.0
+                               and float(bz["weights"][0].max()) == 1.0)
     vis_store = {}
     hv = model.model.visual.register_forward_hook(lambda m_, i_, o: vis_store.__setitem__("vis", o))
     with torch.no_grad():

@@ -343,8 +343,9 @@ def position_ids(model, r):
     return r["_pos"]
 
 
-def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_token_id=None):
-    """Tensors for one batch. With `model`: cached position ids, per-token loss weights (`box_weight` on the crop-box numbers)
+def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_token_id=None, answer_weight=1.0):
+    """Tensors for one batch. With `model`: cached position ids, per-token loss weights (`box_weight` on the crop-box numbers,
+    `answer_weight` on the last turn of a trajectory with a tool call: the turn that reads the crop and answers)
     and the auxiliary targets (global views only)."""
     L = max(len(r["ids"]) for r in recs)
     ids = torch.full((len(recs), L), pad, dtype=torch.long)
@@ -364,6 +365,8 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             pos[:, i, :n] = position_ids(model, r)
             if r.get("box_at") and box_weight != 1.0:
                 wts[i, r["box_at"][0]:r["box_at"][1]] = box_weight
+            if answer_weight != 1.0 and len(r["spans"]) >= 2:
+                wts[i, r["spans"][-1][0]:r["spans"][-1][1]] = answer_weight
         for j, im in enumerate(r["images"]):
             pvs.append(patches(pix[im["key"]], dev))
             thws.append(im["grid"])
@@ -586,10 +589,14 @@ def main():
     ap.add_argument("--read-eval", type=int, default=40, help="held-out reading turns to generate at the end (gold first turn and crop given): answer accuracy")
     ap.add_argument("--first-turns", type=int, default=0, help="train on zoom first turns only, plus every N-th whole trajectory (0: off)")
     ap.add_argument("--box-weight", type=float, default=1.0, help="loss weight of the crop-box number tokens of zoom trajectories")
+    ap.add_argument("--answer-weight", type=float, default=1.0, help="loss weight of the answering turn (the last turn) of trajectories with a tool call")
     ap.add_argument("--crop-every", type=int, default=0, help="also generate --crop-every-n held-out first turns every N steps (0: only at the end)")
     ap.add_argument("--crop-every-n", type=int, default=12)
-    ap.add_argument("--scenes", help="loupe-synth folder(s), comma-separated: zoom trajectories made afresh from them every step (scene_traj.py)")
+    ap.add_argument("--scenes", help="loupe-synth folder(s), comma-separated: zoom trajectories (image samples) and frames-zoom trajectories (video samples) made afresh from them every step (scene_traj.py)")
     ap.add_argument("--scene-frac", type=float, default=0.5, help="share of each batch drawn fresh from --scenes")
+    ap.add_argument("--scene-video-frac", type=float, default=0.15, help="share of the steps whose fresh draws are frames-zoom trajectories of --scenes' video samples (when it has any; 0: none); the other steps draw image zoom trajectories")
+    ap.add_argument("--scene-video-max", type=int, default=24, help="at most this many fresh videos on a video step (its batch is that many shorter)")
+    ap.add_argument("--scene-video-cache", type=int, default=128, help="video scenes whose decoded frames stay in memory (LRU; ~4.5 MB each)")
     ap.add_argument("--scene-workers", type=int, default=8, help="threads building the next step's fresh trajectories")
     ap.add_argument("--crop-eval", type=int, default=64, help="held-out zoom first turns to generate at the end (crop hit rate)")
     a = ap.parse_args()
@@ -665,24 +672,39 @@ def main():
     if use_aux:
         model.model.visual.register_forward_hook(lambda m, i, o: store.__setitem__("vis", o))
         model.model.language_model.layers[a.aux_pos_layer].register_forward_hook(lambda m, i, o: store.__setitem__("llm", o))
-    mb = dict(model=model, box_weight=a.box_weight, merge=model.vc["merge"], image_token_id=model.image_token_id)
-    fresh_k, sx = 0, None
+    mb = dict(model=model, box_weight=a.box_weight, merge=model.vc["merge"], image_token_id=model.image_token_id, answer_weight=a.answer_weight)
+    fresh_k, sx, drawn = 0, None, {}
     if a.scenes:
         import scene_traj
         from concurrent.futures import ThreadPoolExecutor
         t_ = time.time()
         sdirs = [d for d in a.scenes.split(",") if d.strip()]
-        scenes = [sc for sc in scene_traj.load_scenes(sdirs, MAX_PIXELS, a.scene_workers) if sc["qid"] not in val_q]
+        scene_traj.VIDEO_CACHE = a.scene_video_cache
+        loaded = [sc for sc in scene_traj.load_scenes(sdirs, MAX_PIXELS, a.scene_workers, video=a.scene_video_frac > 0) if sc["qid"] not in val_q]
+        scenes = [sc for sc in loaded if not sc.get("video")]
+        vscenes = [sc for sc in loaded if sc.get("video")]
+        if not scenes and not vscenes:
+            raise SystemExit("train.py: no ring-digits / tag-letter samples in --scenes")
+        vfrac = min(1.0, a.scene_video_frac) if vscenes else 0.0
         if not scenes:
-            raise SystemExit("train.py: no ring-digits / tag-letter image samples in --scenes")
+            vfrac = 1.0
         stok, senc = scene_traj.encoder(tok_dir, MAX_PIXELS)
         fresh_k = max(1, min(a.bs, round(a.bs * a.scene_frac)))
         sx = ThreadPoolExecutor(a.scene_workers)
         log(f"fresh zoom trajectories: {len(scenes)} scenes from {len(sdirs)} folder(s) ({time.time() - t_:.0f}s), {fresh_k} of every batch of {a.bs}")
 
+        # A video trajectory is ~3.2k tokens (16 frame images, the picks, the crop), an image one ~850, and a batch is padded
+        # to its longest: so the fresh draws of one step are all video or all image. Every round(1/vfrac)-th step, the
+        # first included, is a video step (the right share, and a short run sees both kinds).
+        vperiod = max(1, round(1 / vfrac)) if vfrac > 0 else 0
+        log(f"fresh frames-zoom trajectories: {len(vscenes)} video scenes, every {vperiod}-th step's fresh draws" if vperiod else "fresh frames-zoom trajectories: none")
+
         def submit_fresh(step_):
-            return [sx.submit(scene_traj.draw, random.Random(f"{a.seed}:{step_}:{k}").choice(scenes), random.Random(f"{a.seed}:{step_}:{k}:b"),
-                              senc, stok, MAX_PIXELS) for k in range(fresh_k)]
+            vstep = bool(vperiod) and (step_ % vperiod == 0 or not scenes)
+            # at most --scene-video-max videos in a step: 48 of them (150k tokens) made cuDNN's attention fail on an H100
+            n = min(fresh_k, a.scene_video_max) if vstep else fresh_k
+            return [sx.submit(scene_traj.draw, random.Random(f"{a.seed}:{step_}:{k}").choice(vscenes if vstep else scenes),
+                              random.Random(f"{a.seed}:{step_}:{k}:b"), senc, stok, MAX_PIXELS) for k in range(n)]
         nxt_fresh = submit_fresh(0)
 
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2] + [heads.tgt.weight, heads.pos.weight, heads.read.weight, heads.glyph.weight]
@@ -776,6 +798,9 @@ def main():
             nxt_fresh = submit_fresh(step + 1)
             for g in got:
                 if g is not None:
+                    if g[0]["kind"] not in drawn:
+                        log(f"first fresh {g[0]['kind']} trajectory at step {step + 1}: {g[0]['qid']}, {len(g[0]['ids'])} tokens, {len(g[0]['images'])} images")
+                    drawn[g[0]["kind"]] = drawn.get(g[0]["kind"], 0) + 1
                     pix.update(g[1])
                     fresh_keys += list(g[1])
                     items.append(g[0])
@@ -828,6 +853,7 @@ def main():
         log(f"sample {s['qid']}: {json.dumps(s['generated'])[:240]}")
     if sx:
         sx.shutdown(wait=False, cancel_futures=True)
+        log("fresh trajectories drawn: " + ", ".join(f"{v} {k}" for k, v in sorted(drawn.items())))
     crop = crop_eval(model, [r for r in val if r.get("tgt") and r["kind"] == "zoom"][:a.crop_eval], pix, tk, dev, eos)
     log(f"final/crop_hit:{crop['hit']:.3f} - final/where_ok:{crop['where']:.3f} - final/crop_parsed:{crop['parsed']:.3f} (n={crop['n']}, greedy first turns on held-out scenes)")
     read = read_eval(model, [r for r in val if r.get("ctgt")][:a.read_eval], pix, tk, dev, eos)
@@ -840,10 +866,11 @@ def main():
     metrics = {"params": nparam, "vision_params": nvis, "steps": step, "epochs": epoch, "batch_size": a.bs, "lr": a.lr, "minutes": a.minutes,
                "max_steps": a.max_steps, "train_seconds": round(train_s, 1), "init": a.init, "arch": None if (a.init or a.fresh_from) else a.arch, "fresh_from": a.fresh_from,
                "train_trajectories": len(train), "val_trajectories": len(val), "train_scenes": len(qids) - len(val_q), "val_scenes": len(val_q),
-               "fresh": {"scene_folders": len(a.scenes.split(",")), "scenes": len(scenes), "per_batch": fresh_k} if a.scenes else None,
+               "fresh": {"scene_folders": len(a.scenes.split(",")), "scenes": len(scenes), "per_batch": fresh_k, "video_scenes": len(vscenes),
+                         "video_frac": vfrac, "drawn": drawn} if a.scenes else None,
                "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "read_eval": read, "onnx_check": check,
                "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "attn": a.aux_attn, "attn_layer": a.aux_attn_layer,
-                       "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight,
+                       "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight, "answer_weight": a.answer_weight,
                        "glyph": a.aux_glyph, "attn2": a.aux_attn2},
                "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "torch": torch.__version__}
     with open(os.path.join(a.out, "metrics.json"), "w") as f:

@@ -1,10 +1,13 @@
 /**
- * models/loupe-tiny/scene_traj.py (zoom trajectories made on the fly from loupe-synth scenes, for train.py --scenes)
- * against Loupe's own path: a small loupe-synth folder generated here, prepared by prepare.ts (Loupe's loop + engine
- * encoding); `scene_traj.py --check-manifest` rebuilds every zoom trajectory of it from its scene with the call box its
- * first turn wrote and must get the same token ids, spans and image grids (and nearly the same pixels). The same check
- * on a copy whose manifest has one token id changed must fail, naming that trajectory. Then train.py runs 2 CPU steps
- * with half of every batch drawn fresh from the scenes (--scenes, --scene-frac 0.5, --scene-workers 2).
+ * models/loupe-tiny/scene_traj.py (zoom and frames-zoom trajectories made on the fly from loupe-synth scenes, for
+ * train.py --scenes) against Loupe's own path: a small loupe-synth folder generated here (6 images, 2 videos: a ring and
+ * a tag), prepared by prepare.ts (Loupe's loop + engine encoding); `scene_traj.py --check-manifest` rebuilds every zoom
+ * trajectory of it from its scene with the call box its first turn wrote, and every frames-zoom trajectory with the
+ * frames its first turn selected and the call box its second turn wrote, and must get the same token ids, spans and
+ * image grids (and nearly the same pixels). The same check on a copy whose manifest has one token id changed in a zoom
+ * and in a frames-zoom trajectory must fail, counting both. Then train.py runs 2 CPU steps with half of every batch drawn
+ * fresh from the scenes: the first step's two fresh draws are videos, the second's image zooms (--scenes, --scene-frac 0.5,
+ * --scene-video-frac 0.5).
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
@@ -26,7 +29,7 @@ const PREP = path.join(tmp, 'prep');
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 beforeAll(async () => {
-  await generateSynth({ seed: 23, n: 6, video: 0, kinds: ['ring-digits', 'tag-letter'] }, SYNTH);
+  await generateSynth({ seed: 23, n: 6, video: 2, kinds: ['ring-digits', 'tag-letter'] }, SYNTH);
   await prepareData({ dirs: [SYNTH], outDir: PREP, tokDir: path.join(ROOT, TOK), notoolFraction: 0, log: () => undefined });
 }, 240_000);
 
@@ -34,6 +37,9 @@ interface Report {
   zoom_trajectories: number;
   ids_identical: number;
   mean_abs_pixel_diff: number | null;
+  frames_zoom_trajectories: number;
+  frames_zoom_identical: number;
+  frames_zoom_mean_abs_pixel_diff: number | null;
   first_difference: string | null;
 }
 
@@ -56,8 +62,8 @@ function check(python: string, prep: string): { status: number | null; rep: Repo
   return { status: r.status, rep: JSON.parse(line!) as Report, log };
 }
 
-describe('scene_traj.py: fresh zoom trajectories', () => {
-  it("rebuild prepare.ts's zoom trajectories token for token, and a tampered manifest is caught", () => {
+describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
+  it("rebuild prepare.ts's zoom and frames-zoom trajectories token for token, and a tampered manifest is caught", () => {
     const python = requirePython(['torch', 'numpy', 'PIL']);
     const { status, rep, log } = check(python, PREP);
     expect(rep.zoom_trajectories, log).toBeGreaterThanOrEqual(3);
@@ -65,6 +71,11 @@ describe('scene_traj.py: fresh zoom trajectories', () => {
     expect(rep.first_difference).toBeNull();
     expect(rep.mean_abs_pixel_diff).not.toBeNull();
     expect(rep.mean_abs_pixel_diff!).toBeLessThan(3);
+    // both videos (a ring, a tag): 16 frames, the selected ones again, the crop
+    expect(rep.frames_zoom_trajectories, log).toBe(2);
+    expect(rep.frames_zoom_identical, JSON.stringify(rep)).toBe(rep.frames_zoom_trajectories);
+    expect(rep.frames_zoom_mean_abs_pixel_diff).not.toBeNull();
+    expect(rep.frames_zoom_mean_abs_pixel_diff!).toBeLessThan(3);
     expect(status, log).toBe(0);
 
     // the same folder with one token id changed: the first token of the reading turn of the last zoom trajectory
@@ -78,21 +89,31 @@ describe('scene_traj.py: fresh zoom trajectories', () => {
     const at = rec.spans[1]![0]!;
     rec.ids[at] = rec.ids[at]! + 1;
     lines[i] = JSON.stringify(rec);
+    // and the last frames-zoom trajectory (after every image sample's): the first token of its crop turn
+    const v = recs.map((r) => r.kind).lastIndexOf('frames-zoom');
+    expect(v).toBeGreaterThan(i);
+    const vrec = recs[v]!;
+    expect(vrec.spans).toHaveLength(3);
+    const vat = vrec.spans[1]![0]!;
+    vrec.ids[vat] = vrec.ids[vat]! + 1;
+    lines[v] = JSON.stringify(vrec);
     writeFileSync(path.join(bad, 'manifest.jsonl'), lines.join('\n') + '\n');
     const t = check(python, bad);
     expect(t.status, t.log).toBe(1);
     expect(t.rep.zoom_trajectories).toBe(rep.zoom_trajectories);
     expect(t.rep.ids_identical).toBe(rep.zoom_trajectories - 1);
+    expect(t.rep.frames_zoom_trajectories).toBe(rep.frames_zoom_trajectories);
+    expect(t.rep.frames_zoom_identical).toBe(rep.frames_zoom_trajectories - 1);
     expect(t.rep.first_difference).toContain(`${rec.qid}: first difference at token ${at} `);
   }, 120_000);
 
-  it('train.py --scenes: 2 CPU steps with 2 fresh trajectories of every batch of 4', () => {
+  it('train.py --scenes: 2 CPU steps with 2 fresh trajectories of every batch of 4, videos on one step, images on the other', () => {
     const python = requirePython(['torch', 'numpy', 'PIL']);
     const out = path.join(tmp, 'run');
     const r = spawnSync(
       python,
       [
-        'models/loupe-tiny/train.py', '--data', PREP, '--scenes', SYNTH, '--scene-frac', '0.5', '--scene-workers', '2',
+        'models/loupe-tiny/train.py', '--data', PREP, '--scenes', SYNTH, '--scene-frac', '0.5', '--scene-video-frac', '0.5', '--scene-workers', '2',
         '--fresh-from', TOK, '--tok', TOK, '--device', 'cpu', '--max-steps', '2', '--bs', '4', '--export', 'none',
         '--crop-eval', '1', '--read-eval', '1', '--out', out,
       ],
@@ -103,9 +124,18 @@ describe('scene_traj.py: fresh zoom trajectories', () => {
     const m = /^fresh zoom trajectories: (\d+) scenes from 1 folder\(s\) .*, 2 of every batch of 4$/m.exec(r.stdout);
     expect(m, log.slice(-6000)).not.toBeNull();
     expect(Number(m![1])).toBeGreaterThan(0);
+    // the two videos are training scenes (the held-out two are images); --scene-video-frac 0.5: every 2nd step's fresh
+    // draws are videos, the first step's included, so step 1 trains on 2 videos and step 2 on 2 image zooms
+    expect(r.stdout).toMatch(/^fresh frames-zoom trajectories: 2 video scenes, every 2-th step's fresh draws$/m);
+    expect(r.stdout).toMatch(/^first fresh frames-zoom trajectory at step 1: synth-23-0000[67], \d{4} tokens, 2[01] images$/m);
+    expect(r.stdout).toMatch(/^fresh trajectories drawn: 2 frames-zoom, 2 zoom$/m);
     expect(existsSync(path.join(out, 'metrics.json'))).toBe(true);
-    const metrics = JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8')) as { fresh: { scenes: number; per_batch: number } | null };
+    const metrics = JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8')) as {
+      fresh: { scenes: number; per_batch: number; video_scenes: number; drawn: Record<string, number> } | null;
+    };
     expect(metrics.fresh?.per_batch).toBe(2);
     expect(metrics.fresh?.scenes).toBeGreaterThan(0);
+    expect(metrics.fresh?.video_scenes).toBe(2);
+    expect(metrics.fresh?.drawn).toEqual({ 'frames-zoom': 2, zoom: 2 });
   }, 300_000);
 });
