@@ -5,8 +5,10 @@
 # RL_MIN=0 skips RL and its scenes. SEEDS / N_PER_SEED / VIDEO: the SFT data's seeds (default 1000-1599, 50 scenes and 1 video
 # each). READ_MIN>0 adds a reading phase before SFT: pretrain_reading.py on READ_INIT for READ_MIN minutes with crops cut on
 # the fly from the SFT data's scenes plus scenes-only seeds READ_SEEDS (made beside the SFT data on READ_WORKERS cores),
-# written to $W/pre (then give TRAIN_ARGS="--init $W/pre ...").
-#   [SEEDS=A-B] [N_PER_SEED=50] [VIDEO=1] [READ_MIN=5 READ_INIT=DIR READ_SEEDS=A-B READ_N=50 READ_WORKERS=4 READ_ARGS=...] [SFT_SCENES=1] [WAIT_FOR=INIT/model.safetensors] [TRAIN_ARGS="--aux-target 1 ..."] [TRAIN_ARGS_B="... a second variant"] [WORKERS=16] bash scripts/device/loupe-tiny-gpu.sh W NODE_PACK.tar.xz DATA_SECONDS TRAIN_MINUTES RL_MINUTES
+# written to $W/pre (then give TRAIN_ARGS="--init $W/pre ..."). READ_VIDEO: videos per scenes-only seed (for train.py's fresh
+# video trajectories; the reading phase itself uses image scenes); READ_KINDS: their kinds, cycled (a kind named twice
+# comes twice as often).
+#   [SEEDS=A-B] [N_PER_SEED=50] [VIDEO=1] [READ_MIN=5 READ_INIT=DIR READ_SEEDS=A-B READ_N=50 READ_KINDS=ring-digits,tag-letter READ_VIDEO=0 READ_WORKERS=4 READ_ARGS=...] [SFT_SCENES=1] [WAIT_FOR=INIT/model.safetensors] [TRAIN_ARGS="--aux-target 1 ..."] [TRAIN_ARGS_B="... a second variant"] [WORKERS=16] bash scripts/device/loupe-tiny-gpu.sh W NODE_PACK.tar.xz DATA_SECONDS TRAIN_MINUTES RL_MINUTES
 set -uo pipefail
 W=${1:?work dir}; PACK=${2:?node pack}; DATA_S=${3:-600}; TRAIN_MIN=${4:-9}; RL_MIN=${5:-2.5}
 mkdir -p "$W"
@@ -36,8 +38,8 @@ st datagen
 READ_MIN=${READ_MIN:-0}
 NEED_SC=; { [ "$READ_MIN" != 0 ] || [ -n "${SFT_SCENES:-}" ]; } && NEED_SC=1
 KEEP=(); [ -n "$NEED_SC" ] && KEEP=(--keep-scenes)
-[ -n "$NEED_SC" ] && [ -n "${READ_SEEDS:-}" ] && "$NODE" "$W/node-pack/datagen.mjs" --seeds "$READ_SEEDS" --n "${READ_N:-50}" --kinds ring-digits,tag-letter --tokenizer $TOK \
-  --out "$W/read" --workers "${READ_WORKERS:-4}" --deadline-s "$DATA_S" --scenes-only > "$W/datagen-read.log" 2>&1 &
+[ -n "$NEED_SC" ] && [ -n "${READ_SEEDS:-}" ] && "$NODE" "$W/node-pack/datagen.mjs" --seeds "$READ_SEEDS" --n "${READ_N:-50}" --kinds "${READ_KINDS:-ring-digits,tag-letter}" --tokenizer $TOK \
+  --video "${READ_VIDEO:-0}" --out "$W/read" --workers "${READ_WORKERS:-4}" --deadline-s "$DATA_S" --scenes-only > "$W/datagen-read.log" 2>&1 &
 "$NODE" "$W/node-pack/datagen.mjs" --seeds "${SEEDS:-1000-1599}" --n "${N_PER_SEED:-50}" --video "${VIDEO:-1}" --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/data" \
   --workers "${WORKERS:-18}" --deadline-s "$DATA_S" "${KEEP[@]}" > "$W/datagen.log" 2>&1
 wait
