@@ -68,6 +68,8 @@ interface PreparedImage {
 
 interface KvState {
   ids: number[];
+  /** Tokens of `ids` that were the request's prompt (the rest were generated): only a continuation reuses the cache. */
+  promptLength: number;
   imageKeys: string[];
   past: Record<string, AnyTensor>;
 }
@@ -333,7 +335,7 @@ export class QwenVLRuntime {
     if (stream && text.length > emitted) hooks.onToken!(text.slice(emitted));
     if (past && this.kvCache) {
       // the cache holds the prompt plus every generated token except the last one sampled (never fed back)
-      this.cache = { ids: ids.concat(generated.slice(0, -1)), imageKeys: keys, past };
+      this.cache = { ids: ids.concat(generated.slice(0, -1)), promptLength: L, imageKeys: keys, past };
     }
     const t2 = performance.now();
     return {

@@ -46,6 +46,20 @@ describe('reusablePrefix', () => {
   it('leaves at least one token to run', () => {
     expect(reusablePrefix({ ids, imageKeys: ['a', 'b'] }, { ids, imageKeys: ['a', 'b'] }, P)).toBe(ids.length - 1);
   });
+  it('with the prompt length known, reuses only a continuation past that prompt', () => {
+    // the cache: a 6-token prompt (one image) and 3 generated tokens
+    const cached = { ids: [1, 2, P, P, 3, 4, 7, 8, 20], imageKeys: ['a'], promptLength: 6 };
+    // the next turn of the same conversation: the prompt, the generated tokens, an observation
+    expect(reusablePrefix(cached, { ids: [1, 2, P, P, 3, 4, 7, 8, 20, 10, 11], imageKeys: ['a'] }, P)).toBe(9);
+    // a fork that keeps one generated token
+    expect(reusablePrefix(cached, { ids: [1, 2, P, P, 3, 4, 7, 5], imageKeys: ['a'] }, P)).toBe(7);
+    // the same prompt again (the scene run a second time): afresh
+    expect(reusablePrefix(cached, { ids: [1, 2, P, P, 3, 4], imageKeys: ['a'] }, P)).toBe(0);
+    // a new question sharing the system prompt and the image: afresh
+    expect(reusablePrefix(cached, { ids: [1, 2, P, P, 3, 5, 6], imageKeys: ['a'] }, P)).toBe(0);
+    // without the prompt length the old rule: the longest safe shared prefix
+    expect(reusablePrefix({ ids: cached.ids, imageKeys: ['a'] }, { ids: [1, 2, P, P, 3, 5, 6], imageKeys: ['a'] }, P)).toBe(5);
+  });
 });
 
 describe('sampling', () => {
