@@ -84,6 +84,12 @@ const i64 = (xs: ArrayLike<number | bigint>, dims: number[]) =>
 
 export class QwenVLRuntime {
   private cache: KvState | null = null;
+  /**
+   * The KV of the last prompt's head (its text before the first image: the system prompt, the user turn's opening),
+   * always prefilled as a chunk of its own, so a new request with the same head reuses it and still computes exactly
+   * what a fresh engine computes (see reusablePrefix: another chunking changes q8's numbers).
+   */
+  private head: { ids: number[]; past: Record<string, AnyTensor> } | null = null;
   private readonly images = new Map<string, PreparedImage>();
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -263,6 +269,30 @@ export class QwenVLRuntime {
       }
     }
     this.cache = null;
+    let reused = start;
+    const H = imageRuns(ids, imageTok)[0]?.[0] ?? 0;
+    if (start === 0 && this.kvCache && H > 1 && H < L) {
+      if (this.head && this.head.ids.length === H && this.head.ids.every((t, i) => t === ids[i])) {
+        past = this.head.past;
+        reused = H;
+      } else {
+        let headOut: Record<string, AnyTensor>;
+        try {
+          headOut = await this.model.forward({
+            input_ids: i64(ids.slice(0, H), [1, H]),
+            attention_mask: i64(new Array(H).fill(1), [1, H]),
+            position_ids: pos.slice(null, null, [0, H]),
+            past_key_values: null,
+            num_logits_to_keep: new Tensor('int64', [1n], []),
+          });
+        } catch (e) {
+          throw new EngineError('load', `prefill failed: ${(e as Error).message}`, { cause: e });
+        }
+        past = presentToPast(headOut);
+        this.head = { ids: ids.slice(0, H), past };
+      }
+      start = H;
+    }
     const runsAfter = imageRuns(ids, imageTok).map(([s], i) => [s, i] as const).filter(([s]) => s >= start).map(([, i]) => images[i]!);
     const feeds: Record<string, unknown> = {
       input_ids: i64(ids.slice(start), [1, L - start]),
@@ -345,7 +375,7 @@ export class QwenVLRuntime {
       finishReason: finish,
       latencyMs: t2 - t0,
       tokens: generated,
-      cachedTokens: start,
+      cachedTokens: reused,
       prefillMs: t1 - t0,
       decodeMs: t2 - t1,
     };
@@ -354,10 +384,12 @@ export class QwenVLRuntime {
   /** Drops the cross-turn KV cache (e.g. before a new episode). */
   resetCache(): void {
     this.cache = null;
+    this.head = null;
   }
 
   async dispose(): Promise<void> {
     this.cache = null;
+    this.head = null;
     this.images.clear();
     await this.model.dispose();
   }
