@@ -5,8 +5,9 @@
  * On fixed held-out scenes (seed 9, never used in training) it must zoom before answering: a first turn that
  * is a parseable `crop_image_normalized` call on image 1 whose crop box contains the target box, the crop executed
  * without a tool error, and a final turn with a `\boxed{}` answer. On 12 more seed-9 scenes generated here, the first
- * crop must contain the target on at least 10 (the model card measures 40/40 on that seed). Whether the answer is right
- * is measured in the model card, not asserted here (the tiny model does not read the zoomed glyphs yet).
+ * crop must contain the target on at least 10 (the model card measures 40/40 on that seed). Reading: of the first 12
+ * seed-9 tag scenes at least 8 must be answered right (v7, shipped: 10; v6: 6, v5: 4 — both fail). Ring digits are
+ * measured in the model card, not asserted here (v7 reads 3 of 20).
  * One generated video sample goes through evaluate.ts's video path (frames as one video, as in training): the row must
  * carry the video fields; what the model picks is not asserted.
  */
@@ -81,6 +82,20 @@ describe('loupe-tiny zooms before it answers (greedy, q8, CPU)', () => {
       expect(last.text).toMatch(/\\boxed\{[^}]+\}/);
     }, 60_000);
   }
+
+  it('gives the same trajectory for the same scene whatever ran before on the engine (greedy is reproducible)', async () => {
+    // The engine keeps the last request's KV cache. Reusing another request's prefix (the system prompt, or this very
+    // prompt from an earlier run) computes it in another chunk, which with q8's dynamic activation scales flipped this
+    // scene's last digit (659 / 650) between the first and the second run; only a continuation may reuse the cache.
+    const [a, b] = samples as [SynthSample, SynthSample];
+    const texts = async (s: SynthSample) => (await runScene(path.join(SCENES, s.image!), s.question)).turns.map((t) => t.text);
+    const first = await texts(b);
+    const again = await texts(b);
+    await texts(a);
+    const after = await texts(b);
+    expect(again).toEqual(first);
+    expect(after).toEqual(first);
+  }, 120_000);
 });
 
 describe('loupe-tiny crops the target on held-out scenes generated here (greedy, q8, CPU)', () => {
@@ -101,7 +116,7 @@ describe('loupe-tiny crops the target on held-out scenes generated here (greedy,
 });
 
 describe('loupe-tiny reads the zoomed tag on held-out scenes generated here (greedy, q8, CPU)', () => {
-  it('answers at least 3 of the first 12 seed-9 tag-letter scenes right (chance: 1 in 23)', async () => {
+  it('answers at least 8 of the first 12 seed-9 tag-letter scenes right (chance: 1 in 23)', async () => {
     const dir = path.join(tmp, 'seed9-read');
     const { samples: fresh } = await generateSynth({ seed: 9, n: 24, kinds: ['ring-digits', 'tag-letter'] }, dir);
     const tags = fresh.filter((s) => s.category === 'tag-letter');
@@ -112,7 +127,7 @@ describe('loupe-tiny reads the zoomed tag on held-out scenes generated here (gre
       const boxed = [...(t.turns.at(-1)?.text ?? '').matchAll(/\\boxed\{([^}]*)\}/g)].at(-1)?.[1];
       if (boxed?.trim().toUpperCase() === s.answer.toUpperCase()) right.push(`${s.qid}=${s.answer}`);
     }
-    expect(right.length, `read right: ${right.join(', ')}`).toBeGreaterThanOrEqual(3);
+    expect(right.length, `read right: ${right.join(', ')}`).toBeGreaterThanOrEqual(8);
   }, 240_000);
 });
 
