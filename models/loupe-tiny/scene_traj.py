@@ -149,7 +149,7 @@ def frames_crop_turn(s, image, frame, bbox):
     """trajectories.ts's frames-zoom second turn: where the target is, and the crop call on that frame's image."""
     label, n = s["target"]["label"], s["target"]["norm"]
     return (f"{label[0].upper() + label[1:]} is in image {image} (frame {frame}), {T.where((n[0] + n[2]) / 2, (n[1] + n[3]) / 2)}. Let me zoom in.\n"
-            f'<tool_call>\n{{"name": "crop_image_normalized", "arguments": {{"bbox_2d": [{", ".join(T.fmt(v) for v in bbox)}], "target_image": {image}}}}}\n</tool_call>')
+            + T.crop_call(bbox, image))
 
 
 def frame_picks(rng, s):

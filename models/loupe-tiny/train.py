@@ -138,11 +138,16 @@ def fmt(x):
     return "0" if x == 0 else repr(x)
 
 
+def crop_call(box, image=1):
+    """trajectories.ts's toolCall for a crop: the <tool_call> block on image `image` with `box` (2 decimals)."""
+    return (f'<tool_call>\n{{"name": "crop_image_normalized", "arguments": {{"bbox_2d": [{", ".join(fmt(v) for v in box)}], '
+            f'"target_image": {image}}}}}\n</tool_call>')
+
+
 def first_turn_text(label, verb, cx, cy, box):
     """trajectories.ts's zoom first turn: '{Label} is {where}. Let me zoom in.' and the crop call on image 1 with `box`
     (the mirrored first turns here and scene_traj.py's fresh trajectories both write it)."""
-    return (f"{label} {verb} {where(cx, cy)}. Let me zoom in.\n<tool_call>\n"
-            f'{{"name": "crop_image_normalized", "arguments": {{"bbox_2d": [{", ".join(fmt(v) for v in box)}], "target_image": 1}}}}\n</tool_call>')
+    return f"{label} {verb} {where(cx, cy)}. Let me zoom in.\n" + crop_call(box)
 
 
 FIRST_TURN = re.compile(r"^(.+?) (is|are) (in the \w+ \w+|on the \w+ side|near the centre)\. Let me zoom in\.\n<tool_call>\n"
