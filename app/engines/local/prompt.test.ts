@@ -34,17 +34,17 @@ describe('reusablePrefix', () => {
   });
   it('reuses the whole shared prefix when images are the same', () => {
     const next = [...ids, 7, 8];
-    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'] }, { ids: next, imageKeys: ['a', 'b'] }, P)).toBe(ids.length);
+    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'], promptLength: 0 }, { ids: next, imageKeys: ['a', 'b'] }, P)).toBe(ids.length);
   });
   it('stops before an image whose identity changed, even if its tokens match', () => {
-    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'] }, { ids: [...ids, 7], imageKeys: ['a', 'c'] }, P)).toBe(7);
+    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'], promptLength: 0 }, { ids: [...ids, 7], imageKeys: ['a', 'c'] }, P)).toBe(7);
   });
   it('never splits an image run', () => {
     const next = [1, 2, P, P, P, 3, 4, P, P, P, 5];
-    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'] }, { ids: next, imageKeys: ['a', 'x'] }, P)).toBe(7);
+    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'], promptLength: 0 }, { ids: next, imageKeys: ['a', 'x'] }, P)).toBe(7);
   });
   it('leaves at least one token to run', () => {
-    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'] }, { ids, imageKeys: ['a', 'b'] }, P)).toBe(ids.length - 1);
+    expect(reusablePrefix({ ids, imageKeys: ['a', 'b'], promptLength: 0 }, { ids, imageKeys: ['a', 'b'] }, P)).toBe(ids.length - 1);
   });
   it('with the prompt length known, reuses only a continuation past that prompt', () => {
     // the cache: a 6-token prompt (one image) and 3 generated tokens
@@ -57,8 +57,6 @@ describe('reusablePrefix', () => {
     expect(reusablePrefix(cached, { ids: [1, 2, P, P, 3, 4], imageKeys: ['a'] }, P)).toBe(0);
     // a new question sharing the system prompt and the image: afresh
     expect(reusablePrefix(cached, { ids: [1, 2, P, P, 3, 5, 6], imageKeys: ['a'] }, P)).toBe(0);
-    // without the prompt length the old rule: the longest safe shared prefix
-    expect(reusablePrefix({ ids: cached.ids, imageKeys: ['a'] }, { ids: [1, 2, P, P, 3, 5, 6], imageKeys: ['a'] }, P)).toBe(5);
   });
 });
 

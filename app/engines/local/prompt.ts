@@ -90,14 +90,14 @@ export function imageRuns(ids: readonly number[], imageTokenId: number): Array<[
  * to before any image whose run it would split or whose identity (`keys`) changed, and leaving at least one token to
  * run (the next logits come from it).
  *
- * With `cached.promptLength` (the prompt of the request that made the cache), only a *continuation* reuses it: `next`
- * must go past that whole prompt into the tokens it generated (the next turn of the same conversation, or a fork of
+ * Only a *continuation* reuses it: `next` must go past the cached request's whole prompt (`cached.promptLength`; the
+ * rest of `cached.ids` was generated) into the tokens it generated (the next turn of the same conversation, or a fork of
  * it). Anything else — a new question that shares the system prompt, the same scene run again — starts afresh. The
  * answer must not depend on which request ran before: a prefix computed in another chunk gives slightly different
  * numbers (with dynamically quantized q8 weights, different activation scales), enough to flip a close greedy choice.
  */
 export function reusablePrefix(
-  cached: { ids: readonly number[]; imageKeys: readonly string[]; promptLength?: number },
+  cached: { ids: readonly number[]; imageKeys: readonly string[]; promptLength: number },
   next: { ids: readonly number[]; imageKeys: readonly string[] },
   imageTokenId: number,
 ): number {
@@ -106,7 +106,7 @@ export function reusablePrefix(
   let n = 0;
   const max = Math.min(a.length, b.length);
   while (n < max && a[n] === b[n]) n++;
-  if (cached.promptLength !== undefined && n <= cached.promptLength) return 0;
+  if (n <= cached.promptLength) return 0;
   const runs = imageRuns(b, imageTokenId);
   for (let i = 0; i < runs.length; i++) {
     const [s, e] = runs[i]!;
