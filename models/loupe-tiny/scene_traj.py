@@ -211,7 +211,8 @@ def build_video(sc, picks, bbox, enc, tok, max_pixels):
     kc = f"scene:{s['qid']}:c{next(_DRAW)}"
     images = [{"key": kf[i], "grid": fg[i]} for i in range(len(frames))] + [{"key": kf[p], "grid": fg[p]} for p in fplan["positions"]]
     rec = {"qid": s["qid"], "kind": "frames-zoom", "category": s["category"], "answer": s["answer"], "ids": ids,
-           "spans": [[a0, e0], [a1, e1], [a2, len(ids)]], "images": images + [{"key": kc, "grid": gc}], "fresh": True}
+           "spans": [[a0, e0], [a1, e1], [a2, len(ids)]], "images": images + [{"key": kc, "grid": gc}], "fresh": True,
+           "glyphs": glyph_pointers(s, read_out(s), a2, tok, plan["cropBox"], fsize)}
     pix = {kf[i]: frames[i] for i in range(len(frames))}
     pix[kc] = c
     return rec, pix
@@ -241,8 +242,61 @@ def build(sc, bbox, enc, tok, max_pixels):
     n = next(_DRAW)
     kg, kc = f"scene:{s['qid']}:g", f"scene:{s['qid']}:c{n}"
     rec = {"qid": s["qid"], "kind": "zoom", "category": s["category"], "answer": s["answer"], "ids": ids,
-           "spans": [[a0, e0], [a1, len(ids)]], "images": [{"key": kg, "grid": g0}, {"key": kc, "grid": g1}], "fresh": True}
+           "spans": [[a0, e0], [a1, len(ids)]], "images": [{"key": kg, "grid": g0}, {"key": kc, "grid": g1}], "fresh": True,
+           "glyphs": glyph_pointers(s, t2, a1, tok, plan["cropBox"], sc["size"])}
     return rec, {kg: g, kc: c}
+
+
+SEG_ASPECT, SEG_GAP = 0.56, 0.24  # app/bench/loupe-synth/glyphs.ts: a seven-segment digit is 0.56 h wide, digits 0.8 h apart
+
+
+def glyph_boxes(s):
+    """Each glyph of the answer as the generator drew it: [(char, cx, cy, w, h)] in the scene's own pixels. Ring digits
+    are a seven-segment number centred in the ring (scene.ts ringWithDigits); a tag's letter is a 5x7 block glyph of font
+    pixel p centred on the tag (tagWithLetter)."""
+    x1, y1, x2, y2 = s["target"]["px"]
+    cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+    f = s.get("facts", {})
+    if s["category"] == "ring-digits":
+        d, h = str(f["digits"]), float(f["glyphHeight"])
+        return [(ch, cx + (k - (len(d) - 1) / 2) * h * (SEG_ASPECT + SEG_GAP), cy, h * SEG_ASPECT, h) for k, ch in enumerate(d)]
+    if s["category"] == "tag-letter":
+        p = float(f["fontPixel"])
+        return [(str(f["letter"]), cx, cy, 5 * p, 7 * p)]
+    return []
+
+
+def glyph_pointers(s, text, at, tok, crop_box, size):
+    """The reading turn's glyphs, for train.py's glyph pointer (--aux-digit): [(query, cx, cy, w, h, kind)] per glyph the
+    turn says ("The ring shows 7, 1, 3, 9", "The tag shows X"), in order, where `query` is the sequence position whose
+    output predicts the token that starts with that glyph (the turn starts at position `at`), and the box is the glyph's
+    in the crop image, normalized to it (crop_box: the crop in the initially resized image of `size` [w, h]); kind 0.
+    Then, for a ring, one entry of kind 1 per digit: its query is the digit's own token (whose output says whether
+    another digit follows: ',' or ':') and its box the next digit's place, one digit pitch to the right (after the last
+    digit: the empty inside of the ring), so the model looks there before it decides how many digits there are."""
+    boxes = glyph_boxes(s)
+    m = re.match(r"The (?:ring|tag) shows ", text)
+    if not boxes or not m:
+        return []
+    ids = tok.encode(text)
+    ends, prev = [], 0
+    for i in range(len(ids)):  # character end of each token (byte-level BPE: decoding a prefix is exact here)
+        prev = len(tok.decode(ids[:i + 1]))
+        ends.append(prev)
+    sx, sy = size[0] / s["width"], size[1] / s["height"]
+    x0, y0, x1, y1 = crop_box
+    out = []
+    for k, (ch, cx, cy, w, h) in enumerate(boxes):
+        pos = m.end() + 3 * k  # "7, 1, 3": a glyph every three characters
+        if text[pos:pos + 1] != ch:
+            return []
+        t = next(i for i, e in enumerate(ends) if e > pos)
+        box = ((cx * sx - x0) / (x1 - x0), (cy * sy - y0) / (y1 - y0), w * sx / (x1 - x0), h * sy / (y1 - y0))
+        out.append((at + t - 1, *box, 0))
+        if s["category"] == "ring-digits":
+            pitch = h * (SEG_ASPECT + SEG_GAP) * sx / (x1 - x0)
+            out.append((at + t, box[0] + pitch, *box[1:], 1))
+    return out
 
 
 def draw(sc, rng, enc, tok, max_pixels):
@@ -309,12 +363,74 @@ def check_manifest(prep, scene_dir, tok_dir, max_pixels):
     return 0 if sum(n.values()) and same == n else 1
 
 
+def check_glyphs(scene_dir, tok_dir, max_pixels, draws=4):
+    """train.py's glyph pointer targets on real scenes: for `draws` fresh zoom (image scenes) or frames-zoom (videos)
+    trajectories of every scene, each glyph's query is the position just before the token that starts with that glyph,
+    the glyphs run left to right, and the merged tokens of the crop the pointer looks at (train.glyph_keys) hold the
+    glyph's ink: pixels far from the glyph box's border (the digits are #111111 on white, a tag's letter dark or white on
+    its colour). A ring's look-ahead entries (kind 1) sit on the digit's own token, followed by ',' or, after the last
+    digit, ':'. Reports counts; exit status 0 only when every glyph passes."""
+    tok, enc = encoder(tok_dir, max_pixels)
+    scenes = load_scenes([scene_dir], max_pixels)
+    rng = random.Random(0)
+    n = ok_query = ok_order = ok_ink = n_after = ok_after = 0
+    kinds = collections.Counter()
+    bad = []
+    for sc in scenes:
+        for _ in range(draws):
+            got = draw(sc, rng, enc, tok, max_pixels)
+            if got is None:
+                continue
+            r, pix = got
+            kinds[r["kind"]] += 1
+            crop = pix[r["images"][-1]["key"]].numpy().astype(float).mean(-1)  # grey, [H*14, W*14]
+            H, W = r["images"][-1]["grid"][1] // 2, r["images"][-1]["grid"][2] // 2
+            glyphs = [g for g in r["glyphs"] if g[5] == 0]
+            after = [g for g in r["glyphs"] if g[5] == 1]
+            xs = [g[1] for g in glyphs]
+            ok_order += int(xs == sorted(xs) and len(glyphs) == len(str(r["answer"])))
+            # kind 1: the query is the digit's own token; the next token says ',' (another digit) or ':' (the last)
+            for j, g in enumerate(after):
+                n_after += 1
+                ok_after += int(tok.decode([r["ids"][g[0]]]).strip() == str(r["answer"])[j]
+                                and tok.decode([r["ids"][g[0] + 1]]).strip() == ("," if j < len(after) - 1 else ":"))
+            for (q, cx, cy, w, h, _), (_, keys) in zip(glyphs, T.glyph_keys(glyphs, H, W)):
+                n += 1
+                nxt = tok.decode([r["ids"][q + 1]]).strip()
+                ch = str(r["answer"])[len([g for g in glyphs if g[0] < q])]
+                ok_query += int(nxt.startswith(ch))
+                # ink: the glyph box's pixels farthest from its border's median, inside the pointed tokens' union
+                Hp, Wp = crop.shape
+                bx0, bx1 = int(max(0, (cx - w / 2) * Wp)), int(min(Wp, (cx + w / 2) * Wp + 1))
+                by0, by1 = int(max(0, (cy - h / 2) * Hp)), int(min(Hp, (cy + h / 2) * Hp + 1))
+                box = crop[by0:by1, bx0:bx1]
+                ring = np.concatenate([crop[max(0, by0 - 2), bx0:bx1], crop[min(Hp - 1, by1 + 1), bx0:bx1]])
+                far = np.abs(box - np.median(ring)) > 60
+                mask = np.zeros_like(crop, dtype=bool)
+                for k in keys:
+                    mask[(k // W) * 28:(k // W + 1) * 28, (k % W) * 28:(k % W + 1) * 28] = True
+                inside = far & mask[by0:by1, bx0:bx1]
+                hit = far.sum() > 4 and inside.sum() >= 0.5 * far.sum()
+                ok_ink += int(hit)
+                if not hit and len(bad) < 5:
+                    bad.append({"qid": r["qid"], "glyph": ch, "ink_px": int(far.sum()), "ink_in_pointed": int(inside.sum())})
+    rep = {"trajectories": dict(kinds), "glyphs": n, "query_before_glyph": ok_query, "ink_under_pointer": ok_ink, "trajectories_in_order": ok_order,
+           "after_digit": n_after, "after_digit_query_ok": ok_after, "bad": bad}
+    print(json.dumps(rep))
+    return 0 if n and ok_query == n and ok_ink == n and ok_after == n_after else 1
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check-manifest", required=True, help="a prepared folder (manifest.jsonl + images/)")
+    ap.add_argument("--check-manifest", help="a prepared folder (manifest.jsonl + images/)")
+    ap.add_argument("--check-glyphs", action="store_true", help="check train.py's glyph pointer targets on --scenes (below)")
     ap.add_argument("--scenes", required=True, help="the loupe-synth folder it was prepared from")
     ap.add_argument("--tok", default=os.path.join(os.path.dirname(HERE), "tiny-random-qwen25vl"))
     ap.add_argument("--max-pixels", type=int, default=T.MAX_PIXELS)
     a = ap.parse_args()
     random.seed(0)
+    if a.check_glyphs:
+        sys.exit(check_glyphs(a.scenes, a.tok, a.max_pixels))
+    if not a.check_manifest:
+        ap.error("--check-manifest or --check-glyphs is required")
     sys.exit(check_manifest(a.check_manifest, a.scenes, a.tok, a.max_pixels))

@@ -348,6 +348,9 @@ def position_ids(model, r):
     return r["_pos"]
 
 
+AUX_KEYS = ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph", "aux_digit")
+
+
 def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_token_id=None, answer_weight=1.0):
     """Tensors for one batch. With `model`: cached position ids, per-token loss weights (`box_weight` on the crop-box numbers,
     `answer_weight` on the last turn of a trajectory with a tool call: the turn that reads the crop and answers)
@@ -391,7 +394,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             off += ntok
     b = dict(input_ids=ids.to(dev), attention_mask=att.to(dev), labels=lab.to(dev), pixel_values=torch.cat(pvs) if pvs else None,
              image_grid_thw=torch.tensor(thws, device=dev) if thws else None)
-    b["aux_tgt"] = b["aux_pos"] = b["aux_attn"] = b["aux_attn2"] = b["aux_glyph"] = None
+    b["aux_tgt"] = b["aux_pos"] = b["aux_attn"] = b["aux_attn2"] = b["aux_glyph"] = b["aux_digit"] = None
     if model is None:
         return b
     b["position_ids"] = pos.to(dev)
@@ -405,7 +408,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
                         torch.tensor([c for _, _, _, c in tgt_rows], device=dev))
     if glyph_rows:
         b["aux_glyph"] = (torch.tensor([g for g, _ in glyph_rows], device=dev), torch.tensor([l for _, l in glyph_rows], device=dev))
-    attn_rows, attn2_rows = [], []
+    attn_rows, attn2_rows, glyph_ptr_rows = [], [], []
     for i, r in enumerate(recs):
         if r.get("ctgt") and image_token_id is not None:  # the reading turn looks at the target inside the crop
             t0_, h0, w0 = r["images"][0]["grid"]
@@ -418,6 +421,13 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             T = sorted({int(at[k]) for k in neighbourhood(row, col, H, W)})
             s1, e1 = r["spans"][1]
             attn2_rows.append((i, list(range(s1 - 1, e1 - 1)), T))
+        if r.get("glyphs") and image_token_id is not None and len(r["images"]) >= 2:  # each glyph's query looks at that glyph
+            n0 = sum(g[0] * g[1] * g[2] for g in (im["grid"] for im in r["images"][:-1])) // (merge * merge)
+            _, h1, w1 = r["images"][-1]["grid"]  # the crop is the last image (zoom: global, crop; frames-zoom: frames, picks, crop)
+            H, W = h1 // merge, w1 // merge
+            at = (ids[i] == image_token_id).nonzero().flatten()[n0:n0 + H * W]
+            for q, keys in glyph_keys(r["glyphs"], H, W):
+                glyph_ptr_rows.append((i, [q], sorted(int(at[k]) for k in keys)))
         if not (r.get("tgt") and r.get("box_at") and image_token_id is not None):
             continue
         t, h, w = r["images"][0]["grid"]
@@ -432,6 +442,8 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         b["aux_read"] = torch.tensor([recs[i]["tgt"] for i, _, _ in attn_rows], device=dev, dtype=torch.float32)
     if attn2_rows:
         b["aux_attn2"] = pointer_rows(attn2_rows, dev)
+    if glyph_ptr_rows:
+        b["aux_digit"] = pointer_rows(glyph_ptr_rows, dev)
     if pos_rows and image_token_id is not None:
         rows, cols, xy = [], [], []
         for i, H, W in pos_rows:
@@ -442,6 +454,23 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             xy.append(torch.stack([(q % W + 0.5) / W, (q // W + 0.5) / H], -1))
         b["aux_pos"] = (torch.cat(rows).to(dev), torch.cat(cols).to(dev), torch.cat(xy).to(dev))
     return b
+
+
+GRID5 = (-0.45, -0.225, 0.0, 0.225, 0.45)
+
+
+def glyph_keys(glyphs, H, W):
+    """For scene_traj's glyph pointers [(query, cx, cy, w, h, kind)] (normalized to the crop) on a crop of H x W merged tokens:
+    [(query, merged-token indices)], the tokens under the glyph (a 5 x 5 grid of points over the middle 0.9 of its box: a
+    glyph 10 x 18 px can straddle two 28-px token rows or columns), glyphs outside the crop left out."""
+    out = []
+    for q, cx, cy, w, h, *_ in glyphs:
+        if not (0 <= cx < 1 and 0 <= cy < 1):
+            continue
+        cell = lambda v, n: int(min(n - 1, max(0.0, v) * n))  # noqa: E731
+        keys = sorted({cell(y, H) * W + cell(x, W) for y in (cy + f * h for f in GRID5) for x in (cx + f * w for f in GRID5)})
+        out.append((q, keys))
+    return out
 
 
 def pointer_rows(rows, dev):
@@ -591,6 +620,8 @@ def main():
     ap.add_argument("--aux-read-layer", type=int, default=-1, help="text layer whose output the read-out probe sees (-1: the last)")
     ap.add_argument("--aux-glyph", type=float, default=0.0, help="weight of the reading head: the crop's 3x3 tokens around the target give the answer's glyphs (vision tower)")
     ap.add_argument("--aux-attn2", type=float, default=0.0, help="weight of the reading pointer: the reading turn's queries (layer --aux-attn-layer) attend to the target inside the crop")
+    ap.add_argument("--aux-digit", type=float, default=0.0, help="weight of the glyph pointer: in fresh reading turns (--scenes), the query that says each digit (or the letter) attends to that glyph's tokens in the crop (heads of --aux-digit-layer)")
+    ap.add_argument("--aux-digit-layer", type=int, default=3)
     ap.add_argument("--read-eval", type=int, default=40, help="held-out reading turns to generate at the end (gold first turn and crop given): answer accuracy")
     ap.add_argument("--first-turns", type=int, default=0, help="train on zoom first turns only, plus every N-th whole trajectory (0: off)")
     ap.add_argument("--box-weight", type=float, default=1.0, help="loss weight of the crop-box number tokens of zoom trajectories")
@@ -664,6 +695,7 @@ def main():
         log(f"auxiliary heads from {aux_init}")
     n_layers = len(model.model.language_model.layers)
     for flag, on, layer in (("--aux-attn-layer", a.aux_attn > 0 or a.aux_attn2 > 0, a.aux_attn_layer), ("--aux-pos-layer", a.aux_pos > 0, a.aux_pos_layer),
+                            ("--aux-digit-layer", a.aux_digit > 0, a.aux_digit_layer),
                             ("--aux-read-layer", a.aux_read > 0, a.aux_read_layer)):
         if on and not -n_layers <= layer < n_layers:
             raise SystemExit(f"train.py: {flag} {layer} is out of range: this model has {n_layers} text layers (0..{n_layers - 1})")
@@ -672,6 +704,9 @@ def main():
     if a.aux_attn > 0 or a.aux_attn2 > 0:
         model.model.language_model.layers[a.aux_attn_layer].self_attn.register_forward_pre_hook(
             lambda m, args: store.__setitem__("attn_in", (args[0], args[1], args[2])))
+    if a.aux_digit > 0:
+        model.model.language_model.layers[a.aux_digit_layer].self_attn.register_forward_pre_hook(
+            lambda m, args: store.__setitem__("attn_in_digit", (args[0], args[1], args[2])))
     if a.aux_read > 0:
         model.model.language_model.layers[a.aux_read_layer].register_forward_hook(lambda m, i, o: store.__setitem__("read", o))
     if use_aux:
@@ -721,7 +756,7 @@ def main():
     def forward(b):
         """(total loss, lm loss, aux dict) for a batch."""
         store.clear()
-        out = model(**{k: v for k, v in b.items() if k not in ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph")})
+        out = model(**{k: v for k, v in b.items() if k not in AUX_KEYS})
         lm = lm_loss(out.logits, b["labels"], b["weights"])
         aux = aux_losses(b, store, heads) if (use_aux or a.aux_read > 0) else {}
         attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn if (a.aux_attn > 0 or a.aux_attn2 > 0) else None
@@ -731,8 +766,11 @@ def main():
                 aux["attn"] = al
         if a.aux_attn2 > 0 and b["aux_attn2"] is not None:
             aux["attn2"] = attn_loss({"aux_attn": b["aux_attn2"]}, store, attn_mod, a.aux_attn_heads)
+        if a.aux_digit > 0 and b["aux_digit"] is not None and "attn_in_digit" in store:
+            aux["digit"] = attn_loss({"aux_attn": b["aux_digit"]}, {"attn_in": store["attn_in_digit"]},
+                                     model.model.language_model.layers[a.aux_digit_layer].self_attn, a.aux_attn_heads)
         tot = (lm + a.aux_target * aux.get("tgt", 0.0) + a.aux_pos * aux.get("pos", 0.0) + a.aux_attn * aux.get("attn", 0.0) + a.aux_read * aux.get("read", 0.0)
-               + a.aux_glyph * aux.get("glyph", 0.0) + a.aux_attn2 * aux.get("attn2", 0.0))
+               + a.aux_glyph * aux.get("glyph", 0.0) + a.aux_attn2 * aux.get("attn2", 0.0) + a.aux_digit * aux.get("digit", 0.0))
         return tot, lm, aux, out
 
     def evaluate():
@@ -876,7 +914,7 @@ def main():
                "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "read_eval": read, "onnx_check": check,
                "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "attn": a.aux_attn, "attn_layer": a.aux_attn_layer,
                        "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight, "answer_weight": a.answer_weight,
-                       "glyph": a.aux_glyph, "attn2": a.aux_attn2},
+                       "glyph": a.aux_glyph, "attn2": a.aux_attn2, "digit": a.aux_digit, "digit_layer": a.aux_digit_layer},
                "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "torch": torch.__version__}
     with open(os.path.join(a.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
@@ -899,7 +937,7 @@ def main():
         if any("val_aux_glyph_exact" in c for c in vcurve):
             ax[1].plot([c["step"] for c in vcurve], [c.get("val_aux_glyph_exact", float("nan")) for c in vcurve], "x-", ms=3, label="reading head: glyphs exact")
         ax[1].set_xlabel("step"); ax[1].set_ylabel("held-out"); ax[1].set_ylim(0, 1); ax[1].legend(fontsize=7)
-        for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss"), ("val_aux_read", "read-out probe MSE"), ("val_aux_glyph", "reading head loss"), ("val_aux_attn2", "reading pointer loss")):
+        for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss"), ("val_aux_read", "read-out probe MSE"), ("val_aux_glyph", "reading head loss"), ("val_aux_attn2", "reading pointer loss"), ("val_aux_digit", "glyph pointer loss")):
             if any(key in c for c in vcurve):
                 ax[2].plot([c["step"] for c in vcurve], [c.get(key, float("nan")) for c in vcurve], "o-", ms=3, label=lab)
         ax[2].set_yscale("log"); ax[2].set_xlabel("step"); ax[2].set_ylabel("auxiliary losses (held-out)")

@@ -71,7 +71,7 @@ train_one() {
 SCN=(); [ -n "${SFT_SCENES:-}" ] && SCN=(--scenes "${SC%,}")
 st "sft: ${#SCN[@]} scene args"
 train_one sftA --arch v2 "${SCN[@]}" ${TRAIN_ARGS:-} &
-[ -n "${TRAIN_ARGS_B:-}" ] && train_one sftB --arch v2 $TRAIN_ARGS_B &
+[ -n "${TRAIN_ARGS_B:-}" ] && train_one sftB --arch v2 "${SCN[@]}" $TRAIN_ARGS_B &
 wait
 BEST=$(python3 - "$W" <<'PY'
 import json, os, sys

@@ -7,7 +7,7 @@
  * image grids (and nearly the same pixels). The same check on a copy whose manifest has one token id changed in a zoom
  * and in a frames-zoom trajectory must fail, counting both. Then train.py runs 2 CPU steps with half of every batch drawn
  * fresh from the scenes: the first step's two fresh draws are videos, the second's image zooms (--scenes, --scene-frac 0.5,
- * --scene-video-frac 0.5).
+ * --scene-video-frac 0.5), with the glyph pointer on. `scene_traj.py --check-glyphs` checks that pointer's targets on the folder.
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
@@ -107,6 +107,38 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     expect(t.rep.first_difference).toContain(`${rec.qid}: first difference at token ${at} `);
   }, 120_000);
 
+  it("the glyph pointer's targets: each glyph's query precedes its token and the pointed crop tokens hold its ink", () => {
+    const python = requirePython(['torch', 'numpy', 'PIL']);
+    const r = spawnSync(python, ['models/loupe-tiny/scene_traj.py', '--check-glyphs', '--scenes', SYNTH, '--tok', TOK], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, OMP_NUM_THREADS: '1' },
+    });
+    const log = `${r.stdout}\n${r.stderr}`;
+    const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
+    expect(line, log.slice(-3000)).toBeDefined();
+    const rep = JSON.parse(line!) as {
+      trajectories: Record<string, number>;
+      glyphs: number;
+      query_before_glyph: number;
+      ink_under_pointer: number;
+      trajectories_in_order: number;
+      after_digit: number;
+      after_digit_query_ok: number;
+    };
+    // 4 draws of each scene: zoom trajectories of the images, frames-zoom of the two videos (a ring and a tag)
+    expect(rep.trajectories.zoom, log).toBeGreaterThanOrEqual(8);
+    expect(rep.trajectories['frames-zoom'], log).toBe(8);
+    expect(rep.glyphs, log).toBeGreaterThanOrEqual(16);
+    expect(rep.query_before_glyph).toBe(rep.glyphs);
+    expect(rep.ink_under_pointer, log).toBe(rep.glyphs);
+    expect(rep.trajectories_in_order).toBe(rep.trajectories.zoom! + rep.trajectories['frames-zoom']!);
+    // the look-ahead entries: one per ring digit
+    expect(rep.after_digit).toBeGreaterThanOrEqual(8);
+    expect(rep.after_digit_query_ok).toBe(rep.after_digit);
+    expect(r.status, log).toBe(0);
+  }, 120_000);
+
   it('train.py --scenes: 2 CPU steps with 2 fresh trajectories of every batch of 4, videos on one step, images on the other', () => {
     const python = requirePython(['torch', 'numpy', 'PIL']);
     const out = path.join(tmp, 'run');
@@ -115,7 +147,7 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
       [
         'models/loupe-tiny/train.py', '--data', PREP, '--scenes', SYNTH, '--scene-frac', '0.5', '--scene-video-frac', '0.5', '--scene-workers', '2',
         '--fresh-from', TOK, '--tok', TOK, '--device', 'cpu', '--max-steps', '2', '--bs', '4', '--export', 'none',
-        '--crop-eval', '1', '--read-eval', '1', '--out', out,
+        '--crop-eval', '1', '--read-eval', '1', '--aux-digit', '1', '--aux-digit-layer', '1', '--log-every', '1', '--out', out,
       ],
       { cwd: ROOT, encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } },
     );
@@ -129,6 +161,9 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     expect(r.stdout).toMatch(/^fresh frames-zoom trajectories: 2 video scenes, every 2-th step's fresh draws$/m);
     expect(r.stdout).toMatch(/^first fresh frames-zoom trajectory at step 1: synth-23-0000[67], \d{4} tokens, 2[01] images$/m);
     expect(r.stdout).toMatch(/^fresh trajectories drawn: 2 frames-zoom, 2 zoom$/m);
+    // the glyph pointer (--aux-digit) has rows on both steps: the reading turn after a video's crop and after an image's
+    expect(r.stdout).toMatch(/^step:1 - .* - train\/aux_digit:\d+\.\d+/m);
+    expect(r.stdout).toMatch(/^step:2 - .* - train\/aux_digit:\d+\.\d+/m);
     expect(existsSync(path.join(out, 'metrics.json'))).toBe(true);
     const metrics = JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8')) as {
       fresh: { scenes: number; per_batch: number; video_scenes: number; drawn: Record<string, number> } | null;
