@@ -19,7 +19,9 @@ Accuracy = PR rule_reward (pr_env.pr_reward: string steps exact, math_verify app
 in {1, 0, -1}. Reward = curiosity shaping of the group (--variant, pr_env.curiosity_rewards). Advantage = reward - group
 mean (no std normalisation: PR's `--advantage_estimator group`). Loss = -sum_i A_i * sum_t log p(token_it) / (number of
 generated tokens in the batch), on the policy's own tokens (on-policy, one AdamW update per step, so PPO's ratio is 1 and
-clipping never acts). No KL term: PR trains with --init_kl_coef 0, and a reference model would double the memory.
+clipping never acts). No KL term by default (PR trains with --init_kl_coef 0); --kl B adds B * KL(policy || start) per
+generated token (k3 estimator, a frozen copy of the starting model: twice the memory), an anchor for small models on few
+scenes.
 
 Writes OUT/metrics.jsonl (one line per step; eval lines have "eval": true), OUT/curves.png (matplotlib if present),
 OUT/samples.jsonl (a few rollouts per step), OUT/model/ (config.json + model.safetensors, qwen_torch.save_pretrained).
@@ -358,9 +360,13 @@ def score_group(scene, rolls, variant):
     return rapr
 
 
-def pg_loss(model, rolls, dev, micro):
-    """Accumulates the gradient of -sum_i A_i sum_t logp_it / N_tokens over the rollouts with A != 0."""
-    use = [r for r in rolls if r.adv != 0 and r.gen_tokens > 0]
+def pg_loss(model, rolls, dev, micro, ref=None, kl=0.0):
+    """Accumulates the gradient of -sum_i A_i sum_t logp_it / N_tokens over the rollouts with A != 0. With a reference
+    model `ref` and kl > 0, also kl * sum_it k3_it / N_tokens over every rollout, where k3 = exp(r) - r - 1 with
+    r = logp_ref - logp (the unbiased, non-negative KL(policy || ref) estimator of verl's `low_var_kl`) on the policy's
+    own tokens: an anchor that keeps the policy near the SFT model. Returns (policy-gradient loss, mean k3 per token)."""
+    use = [r for r in rolls if (r.adv != 0 or (ref is not None and kl > 0)) and r.gen_tokens > 0]
+    kl_sum = 0.0
     ntok = sum(sum(r.gen_mask) for r in rolls) or 1
     total = 0.0
     for b in range(0, len(use), micro):
@@ -380,10 +386,19 @@ def pg_loss(model, rolls, dev, micro):
         with autocast(dev):
             logits = model(ids, attention_mask=att, pixel_values=pv, image_grid_thw=grids).logits
         lp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
-        loss = -(adv[:, None] * lp * m[:, 1:]).sum() / ntok
+        pg = -(adv[:, None] * lp * m[:, 1:]).sum() / ntok
+        loss = pg
+        if ref is not None and kl > 0:
+            with torch.no_grad(), autocast(dev):
+                rl_ = ref(ids, attention_mask=att, pixel_values=pv, image_grid_thw=grids).logits
+            lr_ = torch.log_softmax(rl_[:, :-1].float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
+            d = (lr_ - lp).clamp(-20, 20)
+            k3 = ((torch.exp(d) - d - 1) * m[:, 1:]).sum() / ntok
+            loss = pg + kl * k3
+            kl_sum += float(k3.detach())
         loss.backward()
-        total += float(loss.detach())
-    return total
+        total += float(pg.detach())
+    return total, kl_sum
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -423,7 +438,7 @@ def evaluate(model, enc, scenes, args, dev):
 
 
 def fmt_line(step, m):
-    keys = ["reward/mean", "acc", "rapr", "calls/mean", "response_length/mean", "adv_nonzero", "loss", "grad_norm", "time"]
+    keys = ["reward/mean", "acc", "rapr", "calls/mean", "response_length/mean", "adv_nonzero", "loss", "kl", "grad_norm", "time"]
     return f"step:{step} - " + " - ".join(f"{k}:{m[k]:.4g}" for k in keys if k in m)
 
 
@@ -531,6 +546,7 @@ def main():
     ap.add_argument("--max-len", type=int, default=4096, help="whole-sequence token budget")
     ap.add_argument("--max-pixels", type=int, help="engine MAX_PIXELS (default: the model's preprocessor_config.json)")
     ap.add_argument("--micro", type=int, default=16, help="rollouts per forward/backward in the update")
+    ap.add_argument("--kl", type=float, default=0.0, help="KL anchor to the starting model (k3 estimator, per generated token; 0: none, as Pixel Reasoner)")
     ap.add_argument("--eval-scenes", help="held-out synth folder(s) for greedy accuracy / RaPR before, during and after RL")
     ap.add_argument("--eval-n", type=int, default=40)
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N steps (0 = only before and after)")
@@ -562,6 +578,11 @@ def main():
     gen = torch.Generator(device=dev)
     gen.manual_seed(a.seed)
     model = QwenVL.from_pretrained(a.model, dtype=torch.float32, device=dev)
+    ref = None
+    if a.kl > 0:  # the frozen starting model
+        ref = QwenVL.from_pretrained(a.model, dtype=torch.float32, device=dev).eval()
+        for p_ in ref.parameters():
+            p_.requires_grad_(False)
     scenes = load_scenes(a.scenes.split(","))
     eval_scenes = load_scenes(a.eval_scenes.split(","))[:a.eval_n] if a.eval_scenes else []
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.99), weight_decay=0.0)
@@ -605,10 +626,10 @@ def main():
         model.train()
         opt.zero_grad(set_to_none=True)
         allr = [r for g in groups for r in g]
-        loss = pg_loss(model, allr, dev, a.micro)
+        loss, kl_tok = pg_loss(model, allr, dev, a.micro, ref, a.kl)
         gn = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
         opt.step()
-        m = {"step": step, **summarize(groups, raprs), "loss": loss, "grad_norm": gn, "time": time.time() - t0, "rollout_s": t_roll}
+        m = {"step": step, **summarize(groups, raprs), "loss": loss, **({"kl": kl_tok} if ref is not None else {}), "grad_norm": gn, "time": time.time() - t0, "rollout_s": t_roll}
         bad = [k for k, v in m.items() if isinstance(v, float) and not math.isfinite(v)]
         if bad:
             raise SystemExit(f"rl: non-finite metrics at step {step}: {bad}")

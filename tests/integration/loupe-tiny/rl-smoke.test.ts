@@ -3,7 +3,8 @@
  * random-weight model (models/tiny-random-qwen25vl), 2 of the fixed test scenes, group 2, short turns. Row 0 of each
  * group follows a script (a crop, a bad call, a boxed answer) so the tool path — pr_env crop, observation turn, image
  * preprocessing, multi-image update — and the curiosity terms are exercised even though the model is untrained.
- * Checks metrics.jsonl: 2 training steps, every value finite, the scripted calls counted.
+ * Checks metrics.jsonl: 2 training steps, every value finite, the scripted calls counted. With --kl (the anchor to the
+ * starting model), the KL term is 0 on the first step (policy = reference) and positive after one update.
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
@@ -59,5 +60,28 @@ describe('rl.py: 2 GRPO steps on CPU', () => {
     expect(samples[0]!.obs[1]).toBe(
       '\nExecution error:\nExecution Error: Incorrect `target_image` argument in `crop_image_normalized` operation. You can only pick an image within [1,2]\n',
     );
+  }, 300_000);
+
+  it('--kl: the KL to the starting model is 0 before the first update and positive after it', () => {
+    const python = requirePython(['torch', 'numpy', 'PIL']);
+    const out = path.join(tmp, 'rl-kl');
+    const r = spawnSync(
+      python,
+      [
+        'models/loupe-tiny/rl.py', '--model', 'models/tiny-random-qwen25vl', '--scenes', 'models/loupe-tiny/examples',
+        '--out', out, '--steps', '2', '--group', '2', '--scenes-per-step', '2', '--max-new-tokens', '8', '--device', 'cpu',
+        '--seed', '1', '--no-save', '--script', JSON.stringify(SCRIPT), '--kl', '0.5', '--lr', '0.01',
+      ],
+      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } },
+    );
+    const log = `${r.stdout}\n${r.stderr}`;
+    expect(r.status, log).toBe(0);
+    const steps = readFileSync(path.join(out, 'metrics.jsonl'), 'utf8').split('\n').filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, number | boolean>).filter((l) => !l.eval);
+    expect(steps.map((s) => s.step)).toEqual([1, 2]);
+    expect(typeof steps[0]!.kl, log).toBe('number');
+    expect(steps[0]!.kl as number).toBeLessThan(1e-6);
+    expect(steps[1]!.kl as number, JSON.stringify(steps[1])).toBeGreaterThan(1e-6);
+    expect(r.stdout).toMatch(/^step:2 - .* - kl:/m);
   }, 300_000);
 });
