@@ -590,6 +590,40 @@ def write_model(model, out, tok_dir, export, tk=None):
     return check
 
 
+def plot_curves(metrics, path):
+    """train.py's curves.png from its metrics.json: losses, held-out checks, auxiliary losses (held-out; the glyph pointer's
+    from the training batches, since only fresh trajectories carry its targets).
+    python3 -c 'import json, train; train.plot_curves(json.load(open("metrics.json")), "curves.png")' redraws one."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    curve, vcurve, ccurve = metrics["curve"], metrics["val_curve"], metrics["crop_curve"]
+    fig, ax = plt.subplots(1, 3, figsize=(15, 3.6))
+    ax[0].plot([c["step"] for c in curve], [c["loss"] for c in curve], lw=0.8, label="train (batch)")
+    ax[0].plot([c["step"] for c in vcurve], [c["val_loss"] for c in vcurve], "o-", ms=3, label="val (held-out scenes)")
+    ax[0].set_yscale("log"); ax[0].set_xlabel("step"); ax[0].set_ylabel("loss (assistant tokens)"); ax[0].legend()
+    ax[1].plot([c["step"] for c in vcurve], [c["val_seq_exact"] for c in vcurve], "o-", ms=3, label="whole trajectory exact (teacher-forced)")
+    if any("val_aux_top1" in c for c in vcurve):
+        ax[1].plot([c["step"] for c in vcurve], [c.get("val_aux_top1", float("nan")) for c in vcurve], "s-", ms=3, label="vision head: target token top-1")
+    if ccurve:
+        ax[1].plot([c["step"] for c in ccurve], [c["crop_hit"] for c in ccurve], "^-", ms=3, label="greedy crop contains target")
+        ax[1].plot([c["step"] for c in ccurve], [c["where_ok"] for c in ccurve], "v-", ms=3, label="greedy 'where' phrase right")
+        if any("read_acc" in c for c in ccurve):
+            ax[1].plot([c["step"] for c in ccurve], [c.get("read_acc", float("nan")) for c in ccurve], "D-", ms=3, label="greedy reading (gold crop) right")
+    if any("val_aux_glyph_exact" in c for c in vcurve):
+        ax[1].plot([c["step"] for c in vcurve], [c.get("val_aux_glyph_exact", float("nan")) for c in vcurve], "x-", ms=3, label="reading head: glyphs exact")
+    ax[1].set_xlabel("step"); ax[1].set_ylabel("held-out"); ax[1].set_ylim(0, 1); ax[1].legend(fontsize=7)
+    for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss"), ("val_aux_read", "read-out probe MSE"), ("val_aux_glyph", "reading head loss"), ("val_aux_attn2", "reading pointer loss")):
+        if any(key in c for c in vcurve):
+            ax[2].plot([c["step"] for c in vcurve], [c.get(key, float("nan")) for c in vcurve], "o-", ms=3, label=lab)
+    if any("aux_digit" in c for c in curve):
+        ax[2].plot([c["step"] for c in curve if "aux_digit" in c], [c["aux_digit"] for c in curve if "aux_digit" in c], "--", lw=0.8, label="glyph pointer loss (train batches)")
+    ax[2].set_yscale("log"); ax[2].set_xlabel("step"); ax[2].set_ylabel("auxiliary losses")
+    if ax[2].lines:
+        ax[2].legend(fontsize=7)
+    fig.suptitle("loupe-tiny SFT"); fig.tight_layout(); fig.savefig(path, dpi=110)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True)
@@ -919,31 +953,7 @@ def main():
     with open(os.path.join(a.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(1, 3, figsize=(15, 3.6))
-        ax[0].plot([c["step"] for c in curve], [c["loss"] for c in curve], lw=0.8, label="train (batch)")
-        ax[0].plot([c["step"] for c in vcurve], [c["val_loss"] for c in vcurve], "o-", ms=3, label="val (held-out scenes)")
-        ax[0].set_yscale("log"); ax[0].set_xlabel("step"); ax[0].set_ylabel("loss (assistant tokens)"); ax[0].legend()
-        ax[1].plot([c["step"] for c in vcurve], [c["val_seq_exact"] for c in vcurve], "o-", ms=3, label="whole trajectory exact (teacher-forced)")
-        if any("val_aux_top1" in c for c in vcurve):
-            ax[1].plot([c["step"] for c in vcurve], [c.get("val_aux_top1", float("nan")) for c in vcurve], "s-", ms=3, label="vision head: target token top-1")
-        if ccurve:
-            ax[1].plot([c["step"] for c in ccurve], [c["crop_hit"] for c in ccurve], "^-", ms=3, label="greedy crop contains target")
-            ax[1].plot([c["step"] for c in ccurve], [c["where_ok"] for c in ccurve], "v-", ms=3, label="greedy 'where' phrase right")
-            if any("read_acc" in c for c in ccurve):
-                ax[1].plot([c["step"] for c in ccurve], [c.get("read_acc", float("nan")) for c in ccurve], "D-", ms=3, label="greedy reading (gold crop) right")
-        if any("val_aux_glyph_exact" in c for c in vcurve):
-            ax[1].plot([c["step"] for c in vcurve], [c.get("val_aux_glyph_exact", float("nan")) for c in vcurve], "x-", ms=3, label="reading head: glyphs exact")
-        ax[1].set_xlabel("step"); ax[1].set_ylabel("held-out"); ax[1].set_ylim(0, 1); ax[1].legend(fontsize=7)
-        for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss"), ("val_aux_read", "read-out probe MSE"), ("val_aux_glyph", "reading head loss"), ("val_aux_attn2", "reading pointer loss"), ("val_aux_digit", "glyph pointer loss")):
-            if any(key in c for c in vcurve):
-                ax[2].plot([c["step"] for c in vcurve], [c.get(key, float("nan")) for c in vcurve], "o-", ms=3, label=lab)
-        ax[2].set_yscale("log"); ax[2].set_xlabel("step"); ax[2].set_ylabel("auxiliary losses (held-out)")
-        if ax[2].lines:
-            ax[2].legend(fontsize=7)
-        fig.suptitle("loupe-tiny SFT"); fig.tight_layout(); fig.savefig(os.path.join(a.out, "curves.png"), dpi=110)
+        plot_curves(metrics, os.path.join(a.out, "curves.png"))
     except Exception as e:  # the curves are a nicety; the model matters
         log(f"no curves.png: {e}")
     log(f"done: {a.out}")
