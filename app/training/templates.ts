@@ -428,7 +428,7 @@ export const LoupeTinySchema = z
     workDir: folderName.default('data'),
     /** plain: the language-model loss only; grounded: adds train.py's training-only grounding losses (finetune.sh --recipe). */
     recipe: z.enum(['plain', 'grounded']).default('plain'),
-    /** Also train the reading signals (train.py --aux-glyph 1 --aux-attn2 1, plus --scenes on synthesized data; finetune.sh --reading 1). */
+    /** Also train the reading signals (train.py --aux-glyph 1 --aux-attn2 1, plus --scenes and the glyph pointer --aux-digit 1 on synthesized data; finetune.sh --reading 1). */
     reading: z.boolean().default(false),
     /** Extra train.py flags for experts, separated by spaces and appended last (finetune.sh --train-args). */
     trainArgs: z

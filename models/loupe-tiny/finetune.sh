@@ -15,8 +15,10 @@
 #                    --aux-attn-layer 2 --aux-read 10 --box-weight 3 --first-turns 2 (needs a model with ≥ 3 text layers)
 # --reading 1        adds the reading signals --aux-glyph 1 --aux-attn2 1 (default 0: off; the reading pointer also
 #                    sits on text layer 2 unless --train-args gives another --aux-attn-layer); with synthesized data
-#                    also --scenes SYNTH --scene-frac 0.5: half of every batch are zoom trajectories built afresh from
-#                    the scenes (scene_traj.py), the recipe that taught the shipped model to read
+#                    also --scenes SYNTH --scene-frac 0.5 --aux-digit 1: half of every batch are zoom trajectories
+#                    built afresh from the scenes (scene_traj.py), with the glyph pointer on their reading turns (each
+#                    digit said attends to that digit in the crop; text layer: the second to last), the recipe that
+#                    taught the shipped model to read
 # --train-args "…"   extra train.py flags for experts, split on spaces and appended last (so they override the above)
 #
 # Relative paths are taken against the current directory. Python: $LOUPE_PYTHON if set, else the first of python3,
@@ -146,7 +148,7 @@ fi
 # ── train ──
 if [ "$fresh" = 1 ]; then from=(--fresh-from "$init" --tok "$init"); else from=(--init "$init"); fi
 args=(--data "$data_arg" "${from[@]}" --out "$out" --device "$device" --bs "$bs" --log-every "$log_every" --export "$export_")
-[ "$reading" = 1 ] && [ -z "$data" ] && args+=(--scenes "$synth" --scene-frac 0.5)
+[ "$reading" = 1 ] && [ -z "$data" ] && args+=(--scenes "$synth" --scene-frac 0.5 --aux-digit 1)
 [ -n "$max_steps" ] && args+=(--max-steps "$max_steps")
 [ -n "$minutes" ] && args+=(--minutes "$minutes")
 [ -n "$lr" ] && args+=(--lr "$lr")

@@ -655,7 +655,7 @@ def main():
     ap.add_argument("--aux-glyph", type=float, default=0.0, help="weight of the reading head: the crop's 3x3 tokens around the target give the answer's glyphs (vision tower)")
     ap.add_argument("--aux-attn2", type=float, default=0.0, help="weight of the reading pointer: the reading turn's queries (layer --aux-attn-layer) attend to the target inside the crop")
     ap.add_argument("--aux-digit", type=float, default=0.0, help="weight of the glyph pointer: in fresh reading turns (--scenes), the query that says each digit (or the letter) attends to that glyph's tokens in the crop (heads of --aux-digit-layer)")
-    ap.add_argument("--aux-digit-layer", type=int, default=3)
+    ap.add_argument("--aux-digit-layer", type=int, default=-2, help="text layer of the glyph pointer (default: the second to last; 3 of loupe-tiny's 5)")
     ap.add_argument("--read-eval", type=int, default=40, help="held-out reading turns to generate at the end (gold first turn and crop given): answer accuracy")
     ap.add_argument("--first-turns", type=int, default=0, help="train on zoom first turns only, plus every N-th whole trajectory (0: off)")
     ap.add_argument("--box-weight", type=float, default=1.0, help="loss weight of the crop-box number tokens of zoom trajectories")

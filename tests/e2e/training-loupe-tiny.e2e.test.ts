@@ -91,8 +91,10 @@ describe('Training page · loupe-tiny local fine-tune', () => {
     // the driver passed the recipe's and the reading's flags, then the expert extras, and train.py trained with them
     expect(text).toContain('--aug-flips --aux-target 1 --aux-pos 3 --aux-attn 1 --aux-attn-layer 2 --aux-read 10 --box-weight 3 --first-turns 2 --aux-glyph 1 --aux-attn2 1 --aux-attn-layer 1');
     expect(text).toMatch(/first-turn diet: \d+ training sequences/);
-    // with synthesized scenes the reading recipe also builds half of every batch afresh from them (scene_traj.py)
-    expect(text).toMatch(/--scenes \S+ --scene-frac 0\.5/);
+    // with synthesized scenes the reading recipe also builds half of every batch afresh from them (scene_traj.py), with
+    // the glyph pointer on their reading turns
+    expect(text).toMatch(/--scenes \S+ --scene-frac 0\.5 --aux-digit 1/);
+    expect(text).toMatch(/step:\d+ - train\/loss:[\d.]+ - .* - train\/aux_digit:[\d.]+/);
     expect(text).toMatch(/fresh zoom trajectories: [1-9]\d* scenes from 1 folder\(s\) \(\d+s\), 2 of every batch of 4/);
     expect(text).toMatch(/step:1 - train\/loss:[\d.]+ - .* - train\/aux_tgt:[\d.]+ - .*train\/aux_attn:[\d.]+/);
     expect(text).toMatch(/step:3 - val\/loss:.* - val\/aux_glyph:[\d.]+ - .*val\/aux_attn2:[\d.]+/);
