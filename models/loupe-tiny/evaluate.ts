@@ -18,6 +18,7 @@ import { runEpisode } from '../../app/agent';
 import type { SynthSample } from '../../app/bench/loupe-synth/generate';
 import { getScorer } from '../../app/bench/scorers';
 import type { Box, Trajectory } from '../../app/contract/trajectory';
+import type { EngineDtype, EngineDtypeSpec } from '../../app/engines/types';
 import { LocalEngine } from '../../app/engines/local/localEngine';
 import { getDialect } from '../../app/protocol';
 import type { PromptId } from '../../app/protocol/types';
@@ -190,7 +191,8 @@ export async function evaluate(opts: {
   model: string;
   data: string;
   prompt: PromptId;
-  dtype: 'q8' | 'fp32';
+  /** One dtype for every ONNX part, or one per part ({ vision_encoder: 'fp32', ... }). */
+  dtype: EngineDtypeSpec;
   /** Which samples: image (default), video, or all. */
   kinds?: EvalKinds;
   limit?: number;
@@ -261,11 +263,33 @@ function arg(name: string, dflt?: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : dflt;
 }
 
+const PARTS = ['embed_tokens', 'vision_encoder', 'decoder_model_merged'] as const;
+const DTYPES = ['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4'] as const;
+
+/** `q8` → 'q8'; `vision_encoder=fp32,decoder_model_merged=q8,embed_tokens=q8` → one dtype per ONNX part (all three named). */
+export function parseDtype(spec: string): EngineDtypeSpec {
+  const isDtype = (d: string): d is EngineDtype => (DTYPES as readonly string[]).includes(d);
+  if (!spec.includes('=')) {
+    if (!isDtype(spec)) throw new Error(`--dtype ${spec}: not a dtype (${DTYPES.join(', ')})`);
+    return spec;
+  }
+  const out: Partial<Record<(typeof PARTS)[number], EngineDtype>> = {};
+  for (const kv of spec.split(',')) {
+    const [part, dt] = kv.split('=') as [string, string | undefined];
+    if (!(PARTS as readonly string[]).includes(part)) throw new Error(`--dtype: unknown ONNX part '${part}' (${PARTS.join(', ')})`);
+    if (dt === undefined || !isDtype(dt)) throw new Error(`--dtype: ${part}=${dt ?? ''} is not a dtype (${DTYPES.join(', ')})`);
+    out[part as (typeof PARTS)[number]] = dt;
+  }
+  const missing = PARTS.filter((p) => !(p in out));
+  if (missing.length) throw new Error(`--dtype: name every ONNX part (missing: ${missing.join(', ')})`);
+  return out;
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
   const model = arg('--model');
   const data = arg('--data');
   if (!model || !data) {
-    console.error('usage: evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32] [--kinds image|video|all] [--limit N] [--out FILE]');
+    console.error('usage: evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32|PART=DT,...] [--kinds image|video|all] [--limit N] [--out FILE]');
     process.exit(2);
   }
   const limit = arg('--limit');
@@ -274,7 +298,14 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(im
     console.error(`evaluate: --kinds must be image, video or all, got ${kinds}`);
     process.exit(2);
   }
-  evaluate({ model, data, prompt: (arg('--prompt', 'vcot') as PromptId), dtype: arg('--dtype', 'q8') as 'q8' | 'fp32', kinds, ...(limit ? { limit: Number(limit) } : {}), log: (s) => console.error(s) })
+  let dtype: EngineDtypeSpec;
+  try {
+    dtype = parseDtype(arg('--dtype', 'q8')!);
+  } catch (e) {
+    console.error(`evaluate: ${(e as Error).message}`);
+    process.exit(2);
+  }
+  evaluate({ model, data, prompt: (arg('--prompt', 'vcot') as PromptId), dtype, kinds, ...(limit ? { limit: Number(limit) } : {}), log: (s) => console.error(s) })
     .then(async (r) => {
       const out = arg('--out');
       if (out) await fsp.writeFile(out, JSON.stringify(r, null, 1) + '\n');

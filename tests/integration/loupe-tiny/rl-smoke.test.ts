@@ -8,7 +8,7 @@
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,19 +27,24 @@ const SCRIPT = [
   'The answer is \\boxed{7}.',
 ];
 
+/** rl.py for 2 steps on the tiny random model, row 0 of each group scripted; `extra` arguments appended. */
+function runRl(out: string, extra: string[] = []): SpawnSyncReturns<string> {
+  const python = requirePython(['torch', 'numpy', 'PIL']);
+  return spawnSync(
+    python,
+    [
+      'models/loupe-tiny/rl.py', '--model', 'models/tiny-random-qwen25vl', '--scenes', 'models/loupe-tiny/examples',
+      '--out', out, '--steps', '2', '--group', '2', '--scenes-per-step', '2', '--max-new-tokens', '8', '--device', 'cpu',
+      '--seed', '1', '--no-save', '--script', JSON.stringify(SCRIPT), ...extra,
+    ],
+    { cwd: ROOT, encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } },
+  );
+}
+
 describe('rl.py: 2 GRPO steps on CPU', () => {
   it('writes 2 steps of finite metrics with the scripted tool calls counted', () => {
-    const python = requirePython(['torch', 'numpy', 'PIL']);
     const out = path.join(tmp, 'rl');
-    const r = spawnSync(
-      python,
-      [
-        'models/loupe-tiny/rl.py', '--model', 'models/tiny-random-qwen25vl', '--scenes', 'models/loupe-tiny/examples',
-        '--out', out, '--steps', '2', '--group', '2', '--scenes-per-step', '2', '--max-new-tokens', '8', '--device', 'cpu',
-        '--seed', '1', '--no-save', '--script', JSON.stringify(SCRIPT),
-      ],
-      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } },
-    );
+    const r = runRl(out);
     const log = `${r.stdout}\n${r.stderr}`;
     expect(r.status, log).toBe(0);
     expect(r.stdout).toMatch(/^step:1 - reward\/mean:/m);
@@ -63,17 +68,8 @@ describe('rl.py: 2 GRPO steps on CPU', () => {
   }, 300_000);
 
   it('--kl: the KL to the starting model is 0 before the first update and positive after it', () => {
-    const python = requirePython(['torch', 'numpy', 'PIL']);
     const out = path.join(tmp, 'rl-kl');
-    const r = spawnSync(
-      python,
-      [
-        'models/loupe-tiny/rl.py', '--model', 'models/tiny-random-qwen25vl', '--scenes', 'models/loupe-tiny/examples',
-        '--out', out, '--steps', '2', '--group', '2', '--scenes-per-step', '2', '--max-new-tokens', '8', '--device', 'cpu',
-        '--seed', '1', '--no-save', '--script', JSON.stringify(SCRIPT), '--kl', '0.5', '--lr', '0.01',
-      ],
-      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } },
-    );
+    const r = runRl(out, ['--kl', '0.5', '--lr', '0.01']);
     const log = `${r.stdout}\n${r.stderr}`;
     expect(r.status, log).toBe(0);
     const steps = readFileSync(path.join(out, 'metrics.jsonl'), 'utf8').split('\n').filter(Boolean)
