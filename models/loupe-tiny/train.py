@@ -463,11 +463,13 @@ def glyph_keys(glyphs, H, W):
     """For scene_traj's glyph pointers [(query, cx, cy, w, h, kind)] (normalized to the crop) on a crop of H x W merged tokens:
     [(query, merged-token indices)], the tokens under the glyph (a 5 x 5 grid of points over the middle 0.9 of its box: a
     glyph 10 x 18 px can straddle two 28-px token rows or columns), glyphs outside the crop left out."""
+    def cell(v, n):
+        return int(min(n - 1, max(0.0, v) * n))
+
     out = []
     for q, cx, cy, w, h, *_ in glyphs:
         if not (0 <= cx < 1 and 0 <= cy < 1):
             continue
-        cell = lambda v, n: int(min(n - 1, max(0.0, v) * n))  # noqa: E731
         keys = sorted({cell(y, H) * W + cell(x, W) for y in (cy + f * h for f in GRID5) for x in (cx + f * w for f in GRID5)})
         out.append((q, keys))
     return out
