@@ -279,10 +279,8 @@ def glyph_pointers(s, text, at, tok, crop_box, size):
     if not boxes or not m:
         return []
     ids = tok.encode(text)
-    ends, prev = [], 0
-    for i in range(len(ids)):  # character end of each token (byte-level BPE: decoding a prefix is exact here)
-        prev = len(tok.decode(ids[:i + 1]))
-        ends.append(prev)
+    # character end of each token (byte-level BPE on ASCII text: decoding a prefix is exact)
+    ends = [len(tok.decode(ids[:i + 1])) for i in range(len(ids))]
     sx, sy = size[0] / s["width"], size[1] / s["height"]
     x0, y0, x1, y1 = crop_box
     out = []
