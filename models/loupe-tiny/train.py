@@ -411,21 +411,14 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
     attn_rows, attn2_rows, glyph_ptr_rows = [], [], []
     for i, r in enumerate(recs):
         if r.get("ctgt") and image_token_id is not None:  # the reading turn looks at the target inside the crop
-            t0_, h0, w0 = r["images"][0]["grid"]
-            _, h1, w1 = r["images"][1]["grid"]
-            n0 = t0_ * h0 * w0 // (merge * merge)
-            H, W = h1 // merge, w1 // merge
-            at = (ids[i] == image_token_id).nonzero().flatten()[n0:n0 + H * W]
+            at, H, W = crop_token_positions(ids[i], r, merge, image_token_id)
             cx, cy = r["ctgt"]
             row, col = int(min(H - 1, cy * H)), int(min(W - 1, cx * W))
             T = sorted({int(at[k]) for k in neighbourhood(row, col, H, W)})
             s1, e1 = r["spans"][1]
             attn2_rows.append((i, list(range(s1 - 1, e1 - 1)), T))
         if r.get("glyphs") and image_token_id is not None and len(r["images"]) >= 2:  # each glyph's query looks at that glyph
-            n0 = sum(g[0] * g[1] * g[2] for g in (im["grid"] for im in r["images"][:-1])) // (merge * merge)
-            _, h1, w1 = r["images"][-1]["grid"]  # the crop is the last image (zoom: global, crop; frames-zoom: frames, picks, crop)
-            H, W = h1 // merge, w1 // merge
-            at = (ids[i] == image_token_id).nonzero().flatten()[n0:n0 + H * W]
+            at, H, W = crop_token_positions(ids[i], r, merge, image_token_id)
             for q, keys in glyph_keys(r["glyphs"], H, W):
                 glyph_ptr_rows.append((i, [q], sorted(int(at[k]) for k in keys)))
         if not (r.get("tgt") and r.get("box_at") and image_token_id is not None):
@@ -454,6 +447,15 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             xy.append(torch.stack([(q % W + 0.5) / W, (q // W + 0.5) / H], -1))
         b["aux_pos"] = (torch.cat(rows).to(dev), torch.cat(cols).to(dev), torch.cat(xy).to(dev))
     return b
+
+
+def crop_token_positions(row_ids, r, merge, image_token_id):
+    """The sequence positions of the crop's merged tokens in one record's ids (the crop is its last image: zoom = global
+    view, crop; frames-zoom = frames, picks, crop), row-major, and the crop's token grid (H, W)."""
+    n0 = sum(t * h * w for t, h, w in (im["grid"] for im in r["images"][:-1])) // (merge * merge)
+    _, h1, w1 = r["images"][-1]["grid"]
+    H, W = h1 // merge, w1 // merge
+    return (row_ids == image_token_id).nonzero().flatten()[n0:n0 + H * W], H, W
 
 
 GRID5 = (-0.45, -0.225, 0.0, 0.225, 0.45)
