@@ -20,6 +20,7 @@ import { getScorer } from '../../app/bench/scorers';
 import type { Box, Trajectory } from '../../app/contract/trajectory';
 import type { EngineDtype, EngineDtypeSpec } from '../../app/engines/types';
 import { LocalEngine } from '../../app/engines/local/localEngine';
+import { DTYPE_SUFFIX, ONNX_PARTS, type OnnxPart } from '../../app/engines/local/modelFolder';
 import { getDialect } from '../../app/protocol';
 import type { PromptId } from '../../app/protocol/types';
 import { predictionOf } from '../../app/sweeps/runner';
@@ -263,24 +264,22 @@ function arg(name: string, dflt?: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : dflt;
 }
 
-const PARTS = ['embed_tokens', 'vision_encoder', 'decoder_model_merged'] as const;
-const DTYPES = ['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4'] as const;
-
 /** `q8` → 'q8'; `vision_encoder=fp32,decoder_model_merged=q8,embed_tokens=q8` → one dtype per ONNX part (all three named). */
 export function parseDtype(spec: string): EngineDtypeSpec {
-  const isDtype = (d: string): d is EngineDtype => (DTYPES as readonly string[]).includes(d);
+  const dtypes = Object.keys(DTYPE_SUFFIX);
+  const isDtype = (d: string): d is EngineDtype => dtypes.includes(d);
   if (!spec.includes('=')) {
-    if (!isDtype(spec)) throw new Error(`--dtype ${spec}: not a dtype (${DTYPES.join(', ')})`);
+    if (!isDtype(spec)) throw new Error(`--dtype ${spec}: not a dtype (${dtypes.join(', ')})`);
     return spec;
   }
-  const out: Partial<Record<(typeof PARTS)[number], EngineDtype>> = {};
+  const out: Partial<Record<OnnxPart, EngineDtype>> = {};
   for (const kv of spec.split(',')) {
     const [part, dt] = kv.split('=') as [string, string | undefined];
-    if (!(PARTS as readonly string[]).includes(part)) throw new Error(`--dtype: unknown ONNX part '${part}' (${PARTS.join(', ')})`);
-    if (dt === undefined || !isDtype(dt)) throw new Error(`--dtype: ${part}=${dt ?? ''} is not a dtype (${DTYPES.join(', ')})`);
-    out[part as (typeof PARTS)[number]] = dt;
+    if (!(ONNX_PARTS as readonly string[]).includes(part)) throw new Error(`--dtype: unknown ONNX part '${part}' (${ONNX_PARTS.join(', ')})`);
+    if (dt === undefined || !isDtype(dt)) throw new Error(`--dtype: ${part}=${dt ?? ''} is not a dtype (${dtypes.join(', ')})`);
+    out[part as OnnxPart] = dt;
   }
-  const missing = PARTS.filter((p) => !(p in out));
+  const missing = ONNX_PARTS.filter((p) => !(p in out));
   if (missing.length) throw new Error(`--dtype: name every ONNX part (missing: ${missing.join(', ')})`);
   return out;
 }
