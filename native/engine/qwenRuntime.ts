@@ -42,7 +42,20 @@ interface ImageProc {
   (images: unknown): Promise<{ pixel_values: AnyTensor; image_grid_thw: AnyTensor }>;
   min_pixels: number;
   max_pixels: number;
-  config: { merge_size?: number };
+  config: { merge_size?: number; patch_size?: number; temporal_patch_size?: number };
+  resize(image: RawImage): Promise<RawImage>;
+  do_convert_rgb?: boolean;
+  do_resize?: boolean;
+  do_rescale?: boolean;
+  rescale_factor?: number;
+  do_normalize?: boolean;
+  image_mean?: number | number[];
+  image_std?: number | number[];
+  do_crop_margin?: boolean;
+  do_thumbnail?: boolean;
+  do_center_crop?: boolean;
+  do_pad?: boolean;
+  do_flip_channel_order?: boolean;
 }
 interface Proc {
   tokenizer: Tok;
@@ -81,6 +94,11 @@ export interface RuntimeHooks {
 
 const i64 = (xs: ArrayLike<number | bigint>, dims: number[]) =>
   new Tensor('int64', BigInt64Array.from(Array.from(xs, (x) => BigInt(x))), dims);
+/** An all-ones int64 [1, n] attention mask. */
+const ones = (n: number) => new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
+
+/** Embedding tables up to this many floats are read once and looked up in JS (a session run per token costs more). */
+const EMBED_TABLE_MAX_FLOATS = 16 * 2 ** 20;
 
 export class QwenVLRuntime {
   private cache: KvState | null = null;
@@ -114,6 +132,30 @@ export class QwenVLRuntime {
         row += n;
       }
       return cat(feats, 0);
+    };
+  }
+
+  /**
+   * Replaces the embed_tokens session by a lookup in its own output for every id, when the table is small (loupe-tiny:
+   * 819 × 384). Each row is what the session gives for that id alone (a Gather: rows do not depend on each other), so
+   * the numbers are the same; a decode step then skips one session run. Large vocabularies keep the session.
+   */
+  private async tableEmbeddings(vocab: number | undefined): Promise<void> {
+    if (!vocab || vocab < 1) return;
+    const encode = this.model.encode_text.bind(this.model);
+    const all = await encode({ input_ids: i64(Array.from({ length: vocab }, (_, i) => i), [1, vocab]) });
+    const D = all.dims.at(-1)!;
+    if (all.type !== 'float32' || all.dims.length !== 3 || vocab * D > EMBED_TABLE_MAX_FLOATS) return;
+    const table = all.data as Float32Array;
+    this.model.encode_text = async ({ input_ids }) => {
+      const ids = input_ids.data as BigInt64Array;
+      const out = new Float32Array(ids.length * D);
+      for (let i = 0; i < ids.length; i++) {
+        const id = Number(ids[i]);
+        if (!(id >= 0 && id < vocab)) return encode({ input_ids });
+        out.set(table.subarray(id * D, (id + 1) * D), i * D);
+      }
+      return new Tensor('float32', out, [...input_ids.dims, D]);
     };
   }
 
@@ -176,7 +218,9 @@ export class QwenVLRuntime {
       dtype,
       ...(fallbackReason ? { requestedDevice: requested, fallbackReason } : {}),
     };
-    return new QwenVLRuntime(processor, model, info, opts.kvCache ?? true, eos);
+    const rt = new QwenVLRuntime(processor, model, info, opts.kvCache ?? true, eos);
+    await rt.tableEmbeddings(model.config.text_config?.vocab_size);
+    return rt;
   }
 
   get tokenizer(): Tok {
@@ -212,7 +256,8 @@ export class QwenVLRuntime {
     try {
       if (minPixels !== undefined) ip.min_pixels = minPixels;
       if (maxPixels !== undefined) ip.max_pixels = maxPixels;
-      out = await ip(await RawImage.read(img.path));
+      const raw = await RawImage.read(img.path);
+      out = (await qwenPatches(ip, raw)) ?? (await ip(raw));
     } catch (e) {
       throw new EngineError('bad_request', `image ${img.id} (${img.path}) could not be preprocessed: ${(e as Error).message}`, { cause: e });
     } finally {
@@ -280,7 +325,7 @@ export class QwenVLRuntime {
         try {
           headOut = await this.model.forward({
             input_ids: i64(ids.slice(0, H), [1, H]),
-            attention_mask: i64(new Array(H).fill(1), [1, H]),
+            attention_mask: ones(H),
             position_ids: pos.slice(null, null, [0, H]),
             past_key_values: null,
             num_logits_to_keep: new Tensor('int64', [1n], []),
@@ -296,7 +341,7 @@ export class QwenVLRuntime {
     const runsAfter = imageRuns(ids, imageTok).map(([s], i) => [s, i] as const).filter(([s]) => s >= start).map(([, i]) => images[i]!);
     const feeds: Record<string, unknown> = {
       input_ids: i64(ids.slice(start), [1, L - start]),
-      attention_mask: i64(new Array(L).fill(1), [1, L]),
+      attention_mask: ones(L),
       position_ids: pos.slice(null, null, [start, L]),
       past_key_values: past,
       // only the last position's logits are needed (fed only if the exported decoder declares it)
@@ -356,7 +401,7 @@ export class QwenVLRuntime {
       const p = L + generated.length - 1 + delta;
       out = await this.model.forward({
         input_ids: i64([tok], [1, 1]),
-        attention_mask: i64(new Array(n).fill(1), [1, n]),
+        attention_mask: ones(n),
         position_ids: i64([p, p, p], [3, 1, 1]),
         past_key_values: past,
         num_logits_to_keep: new Tensor('int64', [1n], []),
@@ -393,6 +438,60 @@ export class QwenVLRuntime {
     this.images.clear();
     await this.model.dispose();
   }
+}
+
+/**
+ * Qwen2-VL's image processing for one image, as transformers.js' Qwen2VLImageProcessor does it (the same resize, then
+ * rescale, normalize and the patch order of its 9-d permute), in one pass over the pixels: transformers.js permutes
+ * element by element through generic index arithmetic, which cost ~40 ms per image here. The floats are the same
+ * (`tests/integration/engines/localEngine.test.ts` compares both). Returns null for a processor this does not cover.
+ */
+export async function qwenPatches(ip: ImageProc, image: RawImage): Promise<{ pixel_values: AnyTensor; image_grid_thw: AnyTensor } | null> {
+  const cfg = ip.config;
+  const ps = cfg.patch_size, ms = cfg.merge_size, tp = cfg.temporal_patch_size;
+  if (!ps || !ms || !tp || ip.constructor.name !== 'Qwen2VLImageProcessor') return null;
+  if (!ip.do_resize || ip.do_crop_margin || ip.do_thumbnail || ip.do_center_crop || ip.do_pad || ip.do_flip_channel_order) return null;
+  let im = image;
+  if (ip.do_convert_rgb) im = im.rgb();
+  im = await ip.resize(im);
+  const { width: W, height: H, channels: C } = im;
+  if (C !== 3 || W % (ps * ms) || H % (ps * ms)) return null;
+  const per = (v: number | number[] | undefined, d: number) => (Array.isArray(v) ? v : new Array<number>(C).fill(v ?? d));
+  const mean = per(ip.image_mean, 0), std = per(ip.image_std, 1);
+  if (mean.length !== C || std.length !== C) return null;
+  // value of byte x in channel c, computed as preprocess does: Float32Array storage after each step
+  const lut = new Float32Array(C * 256);
+  for (let c = 0; c < C; c++) {
+    for (let x = 0; x < 256; x++) {
+      let v = x;
+      if (ip.do_rescale) v = Math.fround((ip.rescale_factor ?? 1 / 255) * v);
+      if (ip.do_normalize) v = Math.fround((v - mean[c]!) / std[c]!);
+      lut[c * 256 + x] = v;
+    }
+  }
+  const gh = H / ps, gw = W / ps;
+  const row = C * tp * ps * ps;
+  const out = new Float32Array(gh * gw * row);
+  const src = im.data as Uint8Array | Uint8ClampedArray;
+  let o = 0;
+  // patch order: merge block row, merge block column, row inside it, column inside it
+  for (let bh = 0; bh < gh / ms; bh++)
+    for (let bw = 0; bw < gw / ms; bw++)
+      for (let mh = 0; mh < ms; mh++)
+        for (let mw = 0; mw < ms; mw++) {
+          const y0 = (bh * ms + mh) * ps, x0 = (bw * ms + mw) * ps;
+          for (let c = 0; c < C; c++) {
+            const l = c * 256;
+            const start = o;
+            for (let py = 0; py < ps; py++) {
+              let p = ((y0 + py) * W + x0) * C + c;
+              for (let px = 0; px < ps; px++, p += C) out[o++] = lut[l + src[p]!]!;
+            }
+            // the temporal copies of a still image are the same frame
+            for (let t = 1; t < tp; t++, o += ps * ps) out.copyWithin(o, start, start + ps * ps);
+          }
+        }
+  return { pixel_values: new Tensor('float32', out, [gh * gw, row]), image_grid_thw: i64([1, gh, gw], [1, 3]) };
 }
 
 function presentToPast(out: Record<string, AnyTensor>): Record<string, AnyTensor> {

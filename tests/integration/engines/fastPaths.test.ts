@@ -1,0 +1,90 @@
+/**
+ * The runtime's two fast paths must give the same numbers as the transformers.js code they replace:
+ * - qwenPatches: Qwen2-VL image preprocessing in one pass, against the image processor's own `_call`;
+ * - the embedding table: each id's row of the embed_tokens session, against the session itself (fp32 and q8).
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
+import { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor } from '@huggingface/transformers';
+import { describe, expect, it } from 'vitest';
+import { QwenVLRuntime, qwenPatches } from '../../../native/engine/qwenRuntime';
+import { TINY_DIR } from './parityFixture';
+
+const LOUPE_TINY = fileURLToPath(new URL('../../../models/loupe-tiny/model', import.meta.url));
+
+async function noisePng(dir: string, name: string, w: number, h: number, channels: 1 | 3 | 4, seed: number): Promise<string> {
+  const data = Buffer.alloc(w * h * channels);
+  let s = seed >>> 0;
+  for (let i = 0; i < data.length; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    data[i] = s >>> 24;
+  }
+  const file = path.join(dir, name);
+  await sharp(data, { raw: { width: w, height: h, channels } }).png().toFile(file);
+  return file;
+}
+
+describe('qwenPatches', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'loupe-patches-'));
+  for (const model of [TINY_DIR, LOUPE_TINY]) {
+    it(`equals the image processor's pixel_values and grid exactly (${path.basename(model)})`, async () => {
+      const proc = (await AutoProcessor.from_pretrained(model)) as unknown as { image_processor: Parameters<typeof qwenPatches>[0] };
+      const ip = proc.image_processor;
+      const files = [
+        await noisePng(dir, 'wide.png', 1936, 1291, 3, 1), // downscaled to max_pixels
+        await noisePng(dir, 'small.png', 61, 37, 3, 2), // upscaled to min_pixels
+        await noisePng(dir, 'odd.png', 333, 517, 3, 3),
+        await noisePng(dir, 'rgba.png', 120, 90, 4, 4), // converted to RGB first
+        await noisePng(dir, 'gray.png', 90, 120, 1, 5),
+      ];
+      for (const f of files) {
+        const raw = await RawImage.read(f);
+        const want = await ip(raw);
+        const got = await qwenPatches(ip, raw);
+        expect(got, f).not.toBeNull();
+        expect(got!.image_grid_thw.tolist()).toEqual(want.image_grid_thw.tolist());
+        expect(got!.pixel_values.dims).toEqual(want.pixel_values.dims);
+        const a = got!.pixel_values.data as Float32Array, b = want.pixel_values.data as Float32Array;
+        let diff = 0;
+        for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) diff++;
+        expect(diff, `${f}: elements that differ`).toBe(0);
+      }
+    }, 60_000);
+  }
+
+  it('declines a processor configuration it does not cover', async () => {
+    const proc = (await AutoProcessor.from_pretrained(TINY_DIR)) as unknown as { image_processor: Parameters<typeof qwenPatches>[0] };
+    const ip = Object.assign(Object.create(Object.getPrototypeOf(proc.image_processor)), proc.image_processor, { do_center_crop: true });
+    expect(await qwenPatches(ip, await RawImage.read(await noisePng(dir, 'x.png', 56, 56, 3, 6)))).toBeNull();
+  });
+});
+
+describe('embedding table', () => {
+  for (const [model, dtype] of [[TINY_DIR, 'fp32'], [LOUPE_TINY, 'q8']] as const) {
+    it(`gives the embed_tokens session's rows (${path.basename(model)}, ${dtype})`, async () => {
+      const rt = await QwenVLRuntime.load({ modelDir: model, dtype });
+      const session = (await AutoModelForImageTextToText.from_pretrained(model, { dtype: dtype as never })) as unknown as {
+        encode_text(a: { input_ids: Tensor }): Promise<Tensor>;
+        config: { text_config: { vocab_size: number } };
+        dispose(): Promise<unknown>;
+      };
+      try {
+        const V = session.config.text_config.vocab_size;
+        const ids = [0, 1, 5, V - 1, 12, 12, 300 % V, 7];
+        const input_ids = new Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
+        const want = await session.encode_text({ input_ids });
+        const got = await (rt as unknown as { model: { encode_text: typeof session.encode_text } }).model.encode_text({ input_ids });
+        expect(got.dims).toEqual(want.dims);
+        expect(Array.from(got.data as Float32Array)).toEqual(Array.from(want.data as Float32Array));
+        // the runtime looks ids up in its table instead of calling the session
+        expect((rt as unknown as { model: { encode_text: unknown } }).model.encode_text).not.toBe(Object.getPrototypeOf(session).encode_text);
+      } finally {
+        await rt.dispose();
+        await session.dispose();
+      }
+    }, 60_000);
+  }
+});
