@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findPillowPython } from './pillow';
-import { pilResizeBicubicRGB, pilResizeBicubicRGBAsync } from './pilResample';
+import { pilResizeBicubicRGB, pilResizeBicubicRGBAsync, pilResizeBicubicRGBRows } from './pilResample';
 
 function noise(w: number, h: number, seed: number): Uint8Array {
   const out = new Uint8Array(w * h * 3);
@@ -32,6 +32,24 @@ describe('pilResizeBicubicRGB', () => {
     expect(Buffer.compare(Buffer.from(a), Buffer.from(b))).toBe(0);
   });
 
+  it('any split of the output rows gives the same bytes', () => {
+    for (const [w, h, ow, oh] of [[301, 207, 297, 211], [97, 45, 31, 130], [64, 80, 64, 41], [50, 9, 203, 9]] as const) {
+      const n = noise(w, h, w + h);
+      const whole = pilResizeBicubicRGB(n, w, h, ow, oh);
+      for (const cuts of [[0, oh], [0, 1, oh], [0, oh >> 1, oh - 1, oh], [0, 3, 4, 17, oh].map((c) => Math.min(c, oh))]) {
+        const out = new Uint8Array(ow * oh * 3).fill(211);
+        // Bands in reverse order, so a band that wrote outside its rows would be overwritten or show.
+        for (let i = cuts.length - 2; i >= 0; i--) pilResizeBicubicRGBRows(n, w, h, ow, oh, out, cuts[i]!, cuts[i + 1]!);
+        expect([w, h, ow, oh, cuts.join(','), Buffer.compare(Buffer.from(out), Buffer.from(whole))]).toEqual([w, h, ow, oh, cuts.join(','), 0]);
+      }
+      const band = new Uint8Array(ow * oh * 3).fill(211);
+      pilResizeBicubicRGBRows(n, w, h, ow, oh, band, 2, 5);
+      expect(band.subarray(0, 2 * ow * 3).every((v) => v === 211)).toBe(true);
+      expect(band.subarray(5 * ow * 3).every((v) => v === 211)).toBe(true);
+    }
+    expect(() => pilResizeBicubicRGBRows(noise(4, 4, 1), 4, 4, 5, 5, new Uint8Array(75), 3, 6)).toThrow(/bad rows/);
+  });
+
   const py = findPillowPython();
   it.skipIf(!py)('matches Pillow byte for byte on noise, across down/up/mixed/extreme scales', async () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-pilrs-'));
@@ -40,13 +58,32 @@ describe('pilResizeBicubicRGB', () => {
       const src = noise(w, h, 42);
       const srcFile = path.join(dir, 'src.rgb');
       await fsp.writeFile(srcFile, src);
-      const sizes: Array<[number, number]> = [[128, 65], [500, 300], [260, 100], [3, 2], [257, 7], [1, 131], [1000, 1], [199, 131]];
+      const sizes: Array<[number, number]> = [[128, 65], [500, 300], [260, 100], [3, 2], [257, 7], [1, 131], [1000, 1], [199, 131], [252, 133], [261, 128], [257, 136], [254, 131]];
       const script = `import sys\nfrom PIL import Image\nw,h=${w},${h}\nim=Image.frombytes('RGB',(w,h),open(sys.argv[1],'rb').read())\nfor i,(a,b) in enumerate(${JSON.stringify(sizes)}):\n    open(sys.argv[2]+str(i),'wb').write(im.resize((a,b), Image.BICUBIC).tobytes())\n`;
       execFileSync(py!, ['-c', script, srcFile, path.join(dir, 'out')]);
       for (const [i, [ow, oh]] of sizes.entries()) {
         const theirs = await fsp.readFile(path.join(dir, `out${i}`));
         const ours = pilResizeBicubicRGB(src, w, h, ow, oh);
         expect([ow, oh, Buffer.compare(Buffer.from(ours), theirs)]).toEqual([ow, oh, 0]);
+      }
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  // The agent loop's resizes: a near-1 resize of a photo to multiples of 28 (slightly up on one axis
+  // and down on the other), then the zoom of a crop.
+  it.skipIf(!py)('matches Pillow byte for byte on the agent loop\'s resizes', async () => {
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-pilrs-'));
+    try {
+      const cases: Array<[number, number, number, number]> = [[1304, 869, 1316, 868], [1209, 1813, 1204, 1820], [234, 306, 392, 532], [444, 348, 532, 420], [1800, 1200, 406, 270]];
+      for (const [i, [w, h]] of cases.entries()) await fsp.writeFile(path.join(dir, `in${i}`), noise(w, h, 100 + i));
+      const script = `import sys\nfrom PIL import Image\nfor i,(w,h,a,b) in enumerate(${JSON.stringify(cases)}):\n    im=Image.frombytes('RGB',(w,h),open(sys.argv[1]+'/in'+str(i),'rb').read())\n    open(sys.argv[1]+'/out'+str(i),'wb').write(im.resize((a,b), Image.BICUBIC).tobytes())\n`;
+      execFileSync(py!, ['-c', script, dir]);
+      for (const [i, [w, h, ow, oh]] of cases.entries()) {
+        const theirs = await fsp.readFile(path.join(dir, `out${i}`));
+        const ours = pilResizeBicubicRGB(noise(w, h, 100 + i), w, h, ow, oh);
+        expect([w, h, ow, oh, Buffer.compare(Buffer.from(ours), theirs)]).toEqual([w, h, ow, oh, 0]);
       }
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });

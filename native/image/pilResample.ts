@@ -26,9 +26,9 @@ const SUPPORT = 2;
 
 interface Coeffs {
   ksize: number;
-  /** [xmin, count] per output pixel. */
+  /** [xmin, count] per output pixel, with zero weights trimmed off both ends (they add nothing). */
   bounds: Int32Array;
-  /** Fixed-point weights, ksize per output pixel. */
+  /** Fixed-point weights, ksize per output pixel; the first `count` are used. */
   kk: Int32Array;
 }
 
@@ -40,6 +40,7 @@ function precompute(inSize: number, outSize: number): Coeffs {
   const bounds = new Int32Array(outSize * 2);
   const kk = new Int32Array(outSize * ksize);
   const w = new Float64Array(ksize);
+  const q = new Int32Array(ksize);
   const ss = 1 / filterscale;
   for (let xx = 0; xx < outSize; xx++) {
     const center = (xx + 0.5) * scale;
@@ -57,67 +58,129 @@ function precompute(inSize: number, outSize: number): Coeffs {
     }
     for (let x = 0; x < xmax; x++) {
       const k = ww !== 0 ? w[x]! / ww : w[x]!;
-      kk[xx * ksize + x] = k < 0 ? Math.trunc(-0.5 + k * ONE) : Math.trunc(0.5 + k * ONE);
+      q[x] = k < 0 ? Math.trunc(-0.5 + k * ONE) : Math.trunc(0.5 + k * ONE);
     }
-    bounds[xx * 2] = xmin;
-    bounds[xx * 2 + 1] = xmax;
+    // Trim zero weights at both ends: exact (they add 0), and most windows become 4 taps.
+    let a = 0;
+    let b = xmax;
+    while (a < b && q[a] === 0) a++;
+    while (b > a && q[b - 1] === 0) b--;
+    for (let x = a; x < b; x++) kk[xx * ksize + x - a] = q[x]!;
+    bounds[xx * 2] = xmin + a;
+    bounds[xx * 2 + 1] = b - a;
   }
   return { ksize, bounds, kk };
 }
 
-function clip8(v: number): number {
-  const s = v >> PRECISION_BITS;
-  return s < 0 ? 0 : s > 255 ? 255 : s;
-}
+// Kernels. Products are int32 (`Math.imul`, which V8 also compiles tighter than `*`) and their sums
+// stay within int32 (the C code's headroom bits), so the JS arithmetic is exact; `>> PRECISION_BITS`
+// then a store into a Uint8ClampedArray is the C `clip8` (the stored value is an integer, so
+// clamping is all that happens). The common 4-tap window (near-1 and upscales) is unrolled.
+
+/** Rows per block of the horizontal pass (it walks each block column by column). */
+const HBLOCK = 16;
 
 /** Horizontal pass: rows [from, to) of the (outW × rows) output, reading source row `y0 + y`. */
-function horizontal(src: Uint8Array, w: number, y0: number, out: Uint8Array, outW: number, c: Coeffs, from: number, to: number): void {
+function horizontal(src: Uint8Array, w: number, y0: number, out: Uint8ClampedArray, outW: number, c: Coeffs, from: number, to: number): void {
   const { ksize, bounds, kk } = c;
-  for (let y = from; y < to; y++) {
-    const rowIn = (y0 + y) * w * 3;
-    const rowOut = y * outW * 3;
-    for (let xx = 0; xx < outW; xx++) {
+  const inStride = w * 3;
+  const outStride = outW * 3;
+  // Column by column within blocks of rows: an output pixel's weights are loaded once per block,
+  // and the block's source lines stay in the L1 cache from one column to the next.
+  for (let b0 = from; b0 < to; b0 += HBLOCK) {
+    const b1 = Math.min(to, b0 + HBLOCK);
+    for (let xx = 0, kb = 0; xx < outW; xx++, kb += ksize) {
       const xmin = bounds[xx * 2]!;
       const n = bounds[xx * 2 + 1]!;
-      const kb = xx * ksize;
-      let s0 = HALF;
-      let s1 = HALF;
-      let s2 = HALF;
-      let p = rowIn + xmin * 3;
-      for (let x = 0; x < n; x++, p += 3) {
-        const k = kk[kb + x]!;
-        // int32 arithmetic throughout, as the C code (the headroom bits make overflow impossible).
-        s0 = (s0 + Math.imul(src[p]!, k)) | 0;
-        s1 = (s1 + Math.imul(src[p + 1]!, k)) | 0;
-        s2 = (s2 + Math.imul(src[p + 2]!, k)) | 0;
+      let p = (y0 + b0) * inStride + xmin * 3;
+      let o = b0 * outStride + xx * 3;
+      if (n === 4) {
+        const k0 = kk[kb]!;
+        const k1 = kk[kb + 1]!;
+        const k2 = kk[kb + 2]!;
+        const k3 = kk[kb + 3]!;
+        for (let y = b0; y < b1; y++, p += inStride, o += outStride) {
+          out[o] = (HALF + Math.imul(src[p]!, k0) + Math.imul(src[p + 3]!, k1) + Math.imul(src[p + 6]!, k2) + Math.imul(src[p + 9]!, k3)) >> PRECISION_BITS;
+          out[o + 1] = (HALF + Math.imul(src[p + 1]!, k0) + Math.imul(src[p + 4]!, k1) + Math.imul(src[p + 7]!, k2) + Math.imul(src[p + 10]!, k3)) >> PRECISION_BITS;
+          out[o + 2] = (HALF + Math.imul(src[p + 2]!, k0) + Math.imul(src[p + 5]!, k1) + Math.imul(src[p + 8]!, k2) + Math.imul(src[p + 11]!, k3)) >> PRECISION_BITS;
+        }
+      } else {
+        for (let y = b0; y < b1; y++, p += inStride, o += outStride) {
+          let s0 = HALF;
+          let s1 = HALF;
+          let s2 = HALF;
+          let x = 0;
+          let q = p;
+          for (; x + 1 < n; x += 2, q += 6) {
+            const k = kk[kb + x]!;
+            const l = kk[kb + x + 1]!;
+            s0 = (s0 + Math.imul(src[q]!, k) + Math.imul(src[q + 3]!, l)) | 0;
+            s1 = (s1 + Math.imul(src[q + 1]!, k) + Math.imul(src[q + 4]!, l)) | 0;
+            s2 = (s2 + Math.imul(src[q + 2]!, k) + Math.imul(src[q + 5]!, l)) | 0;
+          }
+          if (x < n) {
+            const k = kk[kb + x]!;
+            s0 = (s0 + Math.imul(src[q]!, k)) | 0;
+            s1 = (s1 + Math.imul(src[q + 1]!, k)) | 0;
+            s2 = (s2 + Math.imul(src[q + 2]!, k)) | 0;
+          }
+          out[o] = s0 >> PRECISION_BITS;
+          out[o + 1] = s1 >> PRECISION_BITS;
+          out[o + 2] = s2 >> PRECISION_BITS;
+        }
       }
-      const o = rowOut + xx * 3;
-      out[o] = clip8(s0);
-      out[o + 1] = clip8(s1);
-      out[o + 2] = clip8(s2);
     }
   }
 }
 
 /** Vertical pass, output rows [from, to): `src` is w × rows RGB whose row 0 is source row `yOffset`. */
-function vertical(src: Uint8Array, w: number, out: Uint8Array, c: Coeffs, yOffset: number, from: number, to: number): void {
+function vertical(src: Uint8Array, w: number, out: Uint8ClampedArray, c: Coeffs, yOffset: number, from: number, to: number): void {
   const { ksize, bounds, kk } = c;
   const stride = w * 3;
-  // Accumulate whole rows (sequential memory) instead of walking a column per output byte.
-  const acc = new Int32Array(stride);
+  let acc: Int32Array | null = null;
   for (let yy = from; yy < to; yy++) {
-    const ymin = bounds[yy * 2]! - yOffset;
+    const r0 = (bounds[yy * 2]! - yOffset) * stride;
     const n = bounds[yy * 2 + 1]!;
     const kb = yy * ksize;
-    acc.fill(HALF);
-    for (let y = 0; y < n; y++) {
-      const k = kk[kb + y]!;
-      if (k === 0) continue;
-      const row = (ymin + y) * stride;
-      for (let i = 0; i < stride; i++) acc[i] = (acc[i]! + Math.imul(src[row + i]!, k)) | 0;
+    const ro = yy * stride;
+    if (n === 4) {
+      // One sweep over the row, four source rows at once: no accumulator traffic.
+      const k0 = kk[kb]!;
+      const k1 = kk[kb + 1]!;
+      const k2 = kk[kb + 2]!;
+      const k3 = kk[kb + 3]!;
+      const r1 = r0 + stride;
+      const r2 = r1 + stride;
+      const r3 = r2 + stride;
+      for (let i = 0; i < stride; i++) {
+        out[ro + i] = (HALF + Math.imul(src[r0 + i]!, k0) + Math.imul(src[r1 + i]!, k1) + Math.imul(src[r2 + i]!, k2) + Math.imul(src[r3 + i]!, k3)) >> PRECISION_BITS;
+      }
+      continue;
     }
-    const rowOut = yy * stride;
-    for (let i = 0; i < stride; i++) out[rowOut + i] = clip8(acc[i]!);
+    if (n === 0) {
+      out.fill(0, ro, ro + stride);
+      continue;
+    }
+    // General count: accumulate whole rows (sequential memory), up to four source rows per sweep.
+    acc ??= new Int32Array(stride);
+    let first = true;
+    for (let y = 0; y < n; y += 4) {
+      const m = n - y;
+      const k0 = kk[kb + y]!;
+      const k1 = m > 1 ? kk[kb + y + 1]! : 0;
+      const k2 = m > 2 ? kk[kb + y + 2]! : 0;
+      const k3 = m > 3 ? kk[kb + y + 3]! : 0;
+      // Rows past the count get weight 0; point them at row 0 of the window so reads stay in range.
+      const a0 = r0 + y * stride;
+      const a1 = r0 + (m > 1 ? y + 1 : 0) * stride;
+      const a2 = r0 + (m > 2 ? y + 2 : 0) * stride;
+      const a3 = r0 + (m > 3 ? y + 3 : 0) * stride;
+      const base = first ? HALF : 0;
+      if (first) for (let i = 0; i < stride; i++) acc[i] = base + Math.imul(src[a0 + i]!, k0) + Math.imul(src[a1 + i]!, k1) + Math.imul(src[a2 + i]!, k2) + Math.imul(src[a3 + i]!, k3);
+      else for (let i = 0; i < stride; i++) acc[i] = acc[i]! + Math.imul(src[a0 + i]!, k0) + Math.imul(src[a1 + i]!, k1) + Math.imul(src[a2 + i]!, k2) + Math.imul(src[a3 + i]!, k3);
+      first = false;
+    }
+    for (let i = 0; i < stride; i++) out[ro + i] = acc[i]! >> PRECISION_BITS;
   }
 }
 
@@ -126,37 +189,68 @@ interface Plan {
   needV: boolean;
   ch: Coeffs;
   cv: Coeffs;
-  first: number;
-  rows: number;
 }
 
-function plan(src: Uint8Array, w: number, h: number, outW: number, outH: number): Plan {
+function checkArgs(src: Uint8Array, w: number, h: number, outW: number, outH: number): void {
   if (src.length !== w * h * 3) throw new Error(`pilResizeBicubicRGB: buffer is ${src.length} bytes, expected ${w}×${h}×3`);
   if (!(outW >= 1 && outH >= 1 && Number.isInteger(outW) && Number.isInteger(outH))) throw new Error(`pilResizeBicubicRGB: bad output size ${outW}×${outH}`);
-  const needH = outW !== w;
-  const needV = outH !== h;
-  const ch = precompute(w, outW);
-  const cv = precompute(h, outH);
-  // The horizontal pass only computes the source rows the vertical pass will read.
-  const first = needV ? cv.bounds[0]! : 0;
-  const last = needV ? cv.bounds[(outH - 1) * 2]! + cv.bounds[(outH - 1) * 2 + 1]! : h;
-  return { needH, needV, ch, cv, first, rows: last - first };
+}
+
+function plan(w: number, h: number, outW: number, outH: number): Plan {
+  return { needH: outW !== w, needV: outH !== h, ch: precompute(w, outW), cv: precompute(h, outH) };
+}
+
+/** The source rows [first, last) that output rows [from, to) read (the horizontal pass computes only these). */
+function sourceSpan(cv: Coeffs, from: number, to: number): [number, number] {
+  let first = Infinity;
+  let last = -Infinity;
+  for (let yy = from; yy < to; yy++) {
+    const a = cv.bounds[yy * 2]!;
+    const n = cv.bounds[yy * 2 + 1]!;
+    if (n === 0) continue;
+    if (a < first) first = a;
+    if (a + n > last) last = a + n;
+  }
+  return first < last ? [first, last] : [0, 0];
+}
+
+function clamped(a: Uint8Array): Uint8ClampedArray {
+  return new Uint8ClampedArray(a.buffer, a.byteOffset, a.byteLength);
+}
+
+/**
+ * Output rows [from, to) of the resize of `src` (w×h RGB) to outW×outH, written into `out`
+ * (outW×outH×3 bytes; other rows untouched). Each output row's bytes depend only on the source, so
+ * any split of the rows gives the same image. `scratch.bytes` holds the horizontal pass's rows (grown
+ * when too small), so a caller that keeps it across calls spares the page faults of new memory.
+ */
+export function pilResizeBicubicRGBRows(src: Uint8Array, w: number, h: number, outW: number, outH: number, out: Uint8Array, from: number, to: number, scratch: { bytes: Uint8Array } = { bytes: new Uint8Array(0) }): void {
+  checkArgs(src, w, h, outW, outH);
+  if (out.length !== outW * outH * 3) throw new Error(`pilResizeBicubicRGBRows: output is ${out.length} bytes, expected ${outW}×${outH}×3`);
+  if (!(Number.isInteger(from) && Number.isInteger(to) && from >= 0 && to <= outH && from <= to)) throw new Error(`pilResizeBicubicRGBRows: bad rows [${from}, ${to})`);
+  const p = plan(w, h, outW, outH);
+  if (!p.needH && !p.needV) {
+    out.set(src.subarray(from * w * 3, to * w * 3), from * w * 3);
+  } else if (!p.needV) {
+    horizontal(src, w, 0, clamped(out), outW, p.ch, from, to);
+  } else if (!p.needH) {
+    vertical(src, w, clamped(out), p.cv, 0, from, to);
+  } else {
+    const [first, last] = sourceSpan(p.cv, from, to);
+    const n = outW * (last - first) * 3;
+    if (scratch.bytes.length < n) scratch.bytes = new Uint8Array(n);
+    const tmp = scratch.bytes.subarray(0, n);
+    horizontal(src, w, first, clamped(tmp), outW, p.ch, 0, last - first);
+    vertical(tmp, outW, clamped(out), p.cv, first, from, to);
+  }
 }
 
 /** Resize packed 8-bit RGB `src` (w×h) to outW×outH exactly as Pillow's BICUBIC resize does. */
 export function pilResizeBicubicRGB(src: Uint8Array, w: number, h: number, outW: number, outH: number): Uint8Array {
-  const p = plan(src, w, h, outW, outH);
-  if (!p.needH && !p.needV) return src.slice();
-  let cur = src;
-  let offset = 0;
-  if (p.needH) {
-    cur = new Uint8Array(outW * p.rows * 3);
-    horizontal(src, w, p.first, cur, outW, p.ch, 0, p.rows);
-    offset = p.first;
-  }
-  if (!p.needV) return cur;
+  checkArgs(src, w, h, outW, outH);
+  if (outW === w && outH === h) return src.slice();
   const out = new Uint8Array(outW * outH * 3);
-  vertical(cur, outW, out, p.cv, offset, 0, outH);
+  pilResizeBicubicRGBRows(src, w, h, outW, outH, out, 0, outH);
   return out;
 }
 
@@ -165,26 +259,31 @@ export function pilResizeBicubicRGB(src: Uint8Array, w: number, h: number, outW:
  * 4K resize on the main thread never blocks it for long. Same bytes as `pilResizeBicubicRGB`.
  */
 export async function pilResizeBicubicRGBAsync(src: Uint8Array, w: number, h: number, outW: number, outH: number, sliceOps = 2_000_000): Promise<Uint8Array> {
-  const p = plan(src, w, h, outW, outH);
+  checkArgs(src, w, h, outW, outH);
+  const p = plan(w, h, outW, outH);
   if (!p.needH && !p.needV) return src.slice();
   const tick = () => new Promise<void>((r) => setImmediate(r));
   let cur = src;
   let offset = 0;
+  const out = new Uint8Array(outW * outH * 3);
   if (p.needH) {
-    cur = new Uint8Array(outW * p.rows * 3);
+    const [first, last] = p.needV ? sourceSpan(p.cv, 0, outH) : [0, h];
+    const rows = last - first;
+    cur = p.needV ? new Uint8Array(outW * rows * 3) : out;
+    const curC = clamped(cur);
     const step = Math.max(1, Math.floor(sliceOps / Math.max(1, outW * p.ch.ksize * 3)));
-    for (let y = 0; y < p.rows; y += step) {
-      horizontal(src, w, p.first, cur, outW, p.ch, y, Math.min(p.rows, y + step));
-      if (y + step < p.rows) await tick();
+    for (let y = 0; y < rows; y += step) {
+      horizontal(src, w, first, curC, outW, p.ch, y, Math.min(rows, y + step));
+      if (y + step < rows) await tick();
     }
-    offset = p.first;
+    offset = first;
   }
   if (!p.needV) return cur;
-  const out = new Uint8Array(outW * outH * 3);
+  const outC = clamped(out);
   const step = Math.max(1, Math.floor(sliceOps / Math.max(1, outW * p.cv.ksize * 3)));
   for (let y = 0; y < outH; y += step) {
     if (y > 0) await tick();
-    vertical(cur, outW, out, p.cv, offset, y, Math.min(outH, y + step));
+    vertical(cur, outW, outC, p.cv, offset, y, Math.min(outH, y + step));
   }
   return out;
 }

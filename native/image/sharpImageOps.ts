@@ -24,7 +24,7 @@ import sharp, { type Metadata, type Sharp } from 'sharp';
 import type { MediaRef } from '../../app/contract/trajectory';
 import type { ImageOps } from '../../app/tools/imageOps';
 import type { MediaStore } from '../../app/workspace/mediaStore';
-import { pilResizeBicubicRGBAsync } from './pilResample';
+import { pilResizeBicubicRGBParallel } from './pilResampleParallel';
 
 export interface ImageLimits {
   /** Refuse images with more pixels than this (header check, before decoding). */
@@ -232,7 +232,7 @@ export class SharpImageOps implements ImageOps {
     const d = await this.decode(src);
     if (d.width === width && d.height === height) return { id: src.id, width, height, mime: src.mime ?? 'image/png' };
     if (this.resampler === 'pillow') {
-      const out = await pilResizeBicubicRGBAsync(d.data, d.width, d.height, width, height);
+      const out = await pilResizeBicubicRGBParallel(d.data, d.width, d.height, width, height);
       return this.storeDecoded({ data: Buffer.from(out.buffer, out.byteOffset, out.byteLength), width, height });
     }
     const { data, info } = await sharp(d.data, { raw: { width: d.width, height: d.height, channels: 3 } })

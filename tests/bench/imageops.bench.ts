@@ -19,6 +19,7 @@ import { RESIZE_PRESETS, resizeWithPreset } from '../../app/tools/smartResize';
 import { MediaStore } from '../../app/workspace/mediaStore';
 import { findPillowPython } from '../../native/image/pillow';
 import { pilResizeBicubicRGB } from '../../native/image/pilResample';
+import { closePilResamplePool, pilResizeBicubicRGBParallel, warmPilResamplePool } from '../../native/image/pilResampleParallel';
 import { SharpImageOps } from '../../native/image/sharpImageOps';
 import { WorkerImageOps } from '../../native/image/workerImageOps';
 import type { ImageOps } from '../../app/tools/imageOps';
@@ -146,6 +147,45 @@ async function interleaved(variants: Array<{ name: string; run: () => Promise<nu
   return out;
 }
 
+/** Noise image (worst case for nothing: the resize does the same work on any content). */
+function noiseRGB(w: number, h: number, seed: number): Uint8Array {
+  const rnd = mulberry32(seed);
+  const out = new Uint8Array(w * h * 3);
+  for (let i = 0; i < out.length; i++) out[i] = Math.floor(rnd() * 256);
+  return out;
+}
+
+/**
+ * The agent loop's Pillow-exact resizes: a near-1 resize of the question image to multiples of 28
+ * (slightly up on one axis, down on the other), the zoom of a crop, and a 4x downscale; one thread
+ * vs split across the worker pool (`pilResizeBicubicRGBParallel`, what ImageOps uses).
+ */
+async function agentLoopResizes(): Promise<Array<Record<string, string | number>>> {
+  const cases: Array<[string, number, number, number, number]> = [
+    ['near-1', 1936, 1291, 1932, 1288],
+    ['near-1', 1209, 1813, 1204, 1820],
+    ['near-1', 1304, 869, 1316, 868],
+    ['crop zoom', 234, 306, 392, 532],
+    ['crop zoom', 444, 348, 532, 420],
+    ['4x down', 1800, 1200, 406, 270],
+  ];
+  await warmPilResamplePool();
+  const rows: Array<Record<string, string | number>> = [];
+  for (const [kind, w, h, ow, oh] of cases) {
+    const src = noiseRGB(w, h, w * 7 + h);
+    const r = await interleaved([
+      { name: 'serial', run: async () => void pilResizeBicubicRGB(src, w, h, ow, oh) },
+      { name: 'parallel', run: async () => void (await pilResizeBicubicRGBParallel(src, w, h, ow, oh)) },
+    ]);
+    const same = Buffer.compare(Buffer.from(pilResizeBicubicRGB(src, w, h, ow, oh)), Buffer.from(await pilResizeBicubicRGBParallel(src, w, h, ow, oh))) === 0;
+    for (const [k, label] of [['serial', 'Pillow-exact JS resize, 1 thread'], ['parallel', `Pillow-exact JS resize, ImageOps path (${os.availableParallelism()} CPUs)`]] as const) {
+      const x = r.get(k)!;
+      rows.push({ pipeline: label, median_ms: +x.median.toFixed(1), pillow_over_this: '-', max_event_loop_lag_ms: +x.maxLag.toFixed(1), p99_lag_ms: +x.p99Lag.toFixed(1), note: `${kind} ${w}x${h} → ${ow}x${oh} noise${k === 'parallel' ? `; same bytes as 1 thread: ${same}` : ''}` });
+    }
+  }
+  return rows;
+}
+
 export async function bench(): Promise<Array<Record<string, string | number>>> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-bench-img-'));
   const worker = new WorkerImageOps(new MediaStore(path.join(dir, 'm3')));
@@ -210,15 +250,17 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     ]);
     const fullRows: Array<[string, string, string]> = [
       ['vips', 'ImageOps in-process, libvips resize', 'full path: import + 3 PNG encodes + sha256 + fsync’d media writes'],
-      ['pil', 'ImageOps in-process, Pillow-exact resize (sliced)', 'same path, default resampler'],
+      ['pil', 'ImageOps in-process, Pillow-exact resize (worker threads)', 'same path, default resampler'],
       ['worker', 'ImageOps on 1 worker thread, Pillow-exact resize', 'createImageOps() default'],
     ];
     for (const [k, label, extra] of fullRows) {
       const r = full.get(k)!;
       rows.push({ pipeline: label, median_ms: +r.median.toFixed(1), pillow_over_this: pil ? +(pil.median / r.median).toFixed(2) : '-', max_event_loop_lag_ms: +r.maxLag.toFixed(1), p99_lag_ms: +r.p99Lag.toFixed(1), note: extra });
     }
+    rows.push(...(await agentLoopResizes()));
     return rows;
   } finally {
+    await closePilResamplePool();
     await worker.close();
     await fsp.rm(dir, { recursive: true, force: true });
   }
