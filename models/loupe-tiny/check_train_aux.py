@@ -17,9 +17,19 @@
 7. pretrain_reading.py --scenes on a hand-made scene (a red target near the top edge of an image the initial resize
    scales unevenly): each on-the-fly crop's target centre falls on the target's red pixels, and the crop cut from the
    cached region equals the crop pr_env's Episode returns for the same call on the whole image (then the engine resize).
+8. With --video-scenes DIR (a loupe-synth folder with video samples, e.g. `loupe synth --seed 9 --n 0 --video 2 --kinds
+   ring-digits,tag-letter`): --video-pointer's targets on fresh frames-zoom trajectories (scene_traj.draw) of every video,
+   checked against what the sample itself says (video_pointer_check): the frame the crop call names is the pick that is
+   the first target frame; the pointer's keys are the 3x3 merged tokens around the true target centre (the sample's
+   target box on the frame's own grid, the image's pads found by counting <|vision_start|> blocks) and hold the target's
+   ink (the pixels of its colour inside its box); the same check on keys moved one token to the right fails every time;
+   the queries run from the crop turn's start to its box; vbox_at is exactly the call's box numbers (+ its bracket) and
+   weighs --box-weight; the vision head's row is that frame's target token in the tower's output; the batched loss
+   equals the naive one and can be learned; without the flag the batch has none of it, and tgt / box_at stay None.
+   A trajectory without the carried target box (as prepare.ts's) falls back to the call box's centre: within a token.
 
 Prints one JSON line {"ok": bool, "checks": {...}} and exits 1 on any failure.
-  python3 models/loupe-tiny/check_train_aux.py [--model models/tiny-random-qwen25vl]
+  python3 models/loupe-tiny/check_train_aux.py [--model models/tiny-random-qwen25vl] [--video-scenes SYNTH_DIR]
 """
 import argparse, json, os, sys
 
@@ -84,9 +94,171 @@ def naive_pointer(model, layer, heads_n, x_in, cos, sin, row, positions, targets
     return torch.stack(vals)
 
 
+TARGET_RGB = {"ring-digits": (0xE0, 0x1B, 0x1B), "tag-letter": (0x1F, 0x4F, 0xD8)}  # scene.ts TARGET_COLORS
+
+
+def video_pointer_check(r, sample, frame, pads, keys):
+    """One frames-zoom record's video pointer keys (sequence positions) against the sample: (keys are the 3x3 merged tokens
+    around the true target centre, the tokens the target's box overlaps are among them, its ink lies under them).
+    `frame` is the named frame image (uint8 [H, W, 3], as the model sees it) and `pads` the sequence positions of its
+    merged tokens, row-major; nothing here comes from train.py's own mapping."""
+    Hp, Wp = frame.shape[0], frame.shape[1]
+    H, W = Hp // 28, Wp // 28
+    x1, y1, x2, y2 = sample["target"]["px"]
+    sx, sy = Wp / sample["width"], Hp / sample["height"]  # the frame is the whole video frame, resized
+    cx, cy = (x1 + x2) / 2 * sx, (y1 + y2) / 2 * sy          # the target centre in the frame's pixels
+    row, col = int(cy // 28), int(cx // 28)
+    want = {int(pads[rr * W + cc]) for rr in range(max(0, row - 1), min(H, row + 2)) for cc in range(max(0, col - 1), min(W, col + 2))}
+    keys = set(int(k) for k in keys)
+    covered = {int(pads[rr * W + cc]) for rr in range(int(y1 * sy // 28), int((y2 * sy - 1e-6) // 28) + 1)
+               for cc in range(int(x1 * sx // 28), int((x2 * sx - 1e-6) // 28) + 1)} <= keys
+    # ink: pixels of the target's colour inside its box; they must lie in the pointed tokens
+    bx0, by0, bx1, by1 = int(x1 * sx), int(y1 * sy), min(Wp, int(x2 * sx) + 1), min(Hp, int(y2 * sy) + 1)
+    rgb = torch.tensor(TARGET_RGB[sample["category"]], dtype=torch.float32)
+    ink = (frame[by0:by1, bx0:bx1].float() - rgb).abs().sum(-1) < 90
+    mask = torch.zeros(Hp, Wp, dtype=torch.bool)
+    token = {int(p): q for q, p in enumerate(pads)}  # sequence position -> the frame's merged token
+    for q in (token[k] for k in keys if k in token):
+        mask[(q // W) * 28:(q // W + 1) * 28, (q % W) * 28:(q % W + 1) * 28] = True
+    inside = ink & mask[by0:by1, bx0:bx1]
+    ink_ok = int(ink.sum()) >= 8 and int(inside.sum()) >= 0.95 * int(ink.sum())
+    return keys == want, covered, ink_ok, {"qid": r["qid"], "ink": int(ink.sum()), "ink_under_keys": int(inside.sum())}
+
+
+def check_video(checks, model, tk, scene_dir, tok_dir, layer, heads_n):
+    """Check 8 (above), on fresh frames-zoom trajectories of the folder's video samples (3 draws of each)."""
+    import random
+    import scene_traj as S
+    tok, enc = S.encoder(tok_dir, train.MAX_PIXELS)
+    scenes = [sc for sc in S.load_scenes([scene_dir], train.MAX_PIXELS, 2) if sc.get("video")]
+    recs, pix = [], {}
+    for sc in scenes:
+        for d in range(3):
+            got = S.draw(sc, random.Random(f"{sc['qid']}:{d}"), enc, tok, train.MAX_PIXELS)
+            if got is not None:
+                recs.append(got[0])
+                pix.update(got[1])
+    samples = {sc["qid"]: sc["sample"] for sc in scenes}
+    checks["video_records"] = len(recs)
+    if not recs:
+        checks["video_drawn"] = False
+        return
+    train.annotate(recs, tk)
+    vs = tk.token_to_id("<|vision_start|>")
+    bw = 3.0
+    b = train.make_batch(recs, pix, 0, "cpu", model=model, box_weight=bw, merge=2, image_token_id=model.image_token_id, video=True)
+    b0 = train.make_batch(recs, pix, 0, "cpu", model=model, box_weight=bw, merge=2, image_token_id=model.image_token_id)
+    rows, P, Pok, Tm = b["aux_vattn"]
+    named, keys_ok, cover_ok, ink_ok, shifted_ok, shifted_ink, box_ok, query_ok, weight_ok, tower_ok = (0,) * 10
+    details = []
+    vis_all = model.model.visual(b["pixel_values"], b["image_grid_thw"]).detach()
+    idx, valid, tgt, cats = b["aux_vtgt"]
+    off = 0
+    for i, r in enumerate(recs):
+        s = samples[r["qid"]]
+        first = int(s["target"]["frames"][0])
+        nf = len(s["frames"]) + len(s["frames"]) % 2
+        j = nf + [im["key"] for im in r["images"][nf:-1]].index(f"scene:{r['qid']}:f{first - 1}")  # the pick showing the target
+        named += int(r["vimg"] == j)
+        frame = pix[r["images"][j]["key"]]
+        vpos = (b["input_ids"][i] == vs).nonzero().flatten().tolist()
+        start = vpos[j] + 1
+        H, W = frame.shape[0] // 28, frame.shape[1] // 28
+        pads = list(range(start, start + H * W))
+        pads_are_images = all(int(b["input_ids"][i, p]) == model.image_token_id for p in pads) and int(b["input_ids"][i, start + H * W]) != model.image_token_id
+        keys = Tm[i].nonzero().flatten().tolist()
+        k_ok, c_ok, i_ok, det = video_pointer_check(r, s, frame, pads, keys)
+        keys_ok += int(k_ok and pads_are_images and int(rows[i]) == i)
+        cover_ok += int(c_ok)
+        ink_ok += int(i_ok)
+        shifted = video_pointer_check(r, s, frame, pads, [k + 1 for k in keys])
+        shifted_ok += int(all(shifted[:3]))                # the whole check passing on wrong keys (it must not)
+        shifted_ink += int(shifted[2])                     # the ink test alone misses a shift where the target is small
+        det["shifted_ink_under_keys"] = shifted[3]["ink_under_keys"]
+        details.append(det)
+        # the box: exactly the call's numbers, then the closing bracket's token
+        s1, e1 = r["spans"][1]
+        text = tk.decode(r["ids"][s1:e1], skip_special_tokens=False)
+        call = json.loads(text[text.index("<tool_call>") + len("<tool_call>"):text.index("</tool_call>")])
+        numbers = text[text.index('"bbox_2d": [') + len('"bbox_2d": ['):text.index("]", text.index('"bbox_2d"'))]
+        bs, be = r["vbox_at"]
+        box_ok += int(tk.decode(r["ids"][bs:be - 1]) == numbers and [float(v) for v in numbers.split(",")] == call["arguments"]["bbox_2d"]
+                      and tk.decode([r["ids"][be - 1]]).startswith("]") and tk.decode([r["ids"][bs - 1]]).endswith("[")
+                      and call["arguments"]["target_image"] == j - nf + 2)
+        q = P[i][Pok[i]].tolist()
+        query_ok += int(q == list(range(s1 - 1, be - 1)) and tk.decode(r["ids"][q[0] + 1:q[-1] + 2]).endswith(numbers + tk.decode([r["ids"][be - 1]]))
+                        and tk.decode([r["ids"][q[0] + 1]]) == "The")
+        w = b["weights"][i]
+        weight_ok += int(float(w[bs:be].min()) == bw and float(w[bs:be].max()) == bw and int((w != 1).sum()) == be - bs
+                         and float(b0["weights"][i].max()) == 1.0)
+        # the vision head's row: the named frame's tokens in the tower's output, the target's token among them
+        n_before = sum(im["grid"][1] * im["grid"][2] // 4 for im in r["images"][:j])
+        x1, y1, x2, y2 = s["target"]["px"]
+        t_want = int((y1 + y2) / 2 / s["height"] * H) * W + int((x1 + x2) / 2 / s["width"] * W)
+        alone = model.model.visual(train.patches(frame, "cpu"), torch.tensor([[1, H * 2, W * 2]])).detach()
+        tower_ok += int(int(idx[i, 0]) == off + n_before and int(valid[i].sum()) == H * W and int(tgt[i]) == t_want
+                        and torch.allclose(vis_all[idx[i][valid[i]]], alone, atol=1e-5))
+        off += sum(im["grid"][1] * im["grid"][2] // 4 for im in r["images"])
+    n = len(recs)
+    checks["video_named_frame"] = named == n
+    checks["video_pointer_keys"] = keys_ok == n
+    checks["video_pointer_covers_target"] = cover_ok == n and ink_ok == n
+    checks["video_pointer_shifted_fails"] = shifted_ok == 0
+    checks["video_box_at"] = box_ok == n
+    checks["video_queries"] = query_ok == n
+    checks["video_box_weight"] = weight_ok == n
+    checks["video_target_head_rows"] = tower_ok == n and tuple(rows.tolist()) == tuple(range(n)) and b["aux_vread"].shape == (n, 2)
+    checks["video_counts"] = {"records": n, "named": named, "keys": keys_ok, "covered": cover_ok, "ink": ink_ok, "shifted_passing": shifted_ok, "shifted_ink_ok": shifted_ink,
+                              "box_at": box_ok, "queries": query_ok, "weights": weight_ok, "target_head": tower_ok, "detail": details}
+    # without the flag: none of it, and the image-side fields keep their meaning
+    checks["video_off_unchanged"] = (all(b0[k] is None for k in ("aux_vattn", "aux_vread", "aux_vtgt", "aux_attn", "aux_tgt"))
+                                     and all(r["tgt"] is None and r["box_at"] is None and r["ctgt"] is None for r in recs)
+                                     and torch.equal(b0["weights"], torch.ones_like(b0["weights"])) and torch.equal(b0["input_ids"], b["input_ids"]))
+    # prepare.ts's records carry no target box: the call box's centre, within a token of the true centre
+    fb = [{k: v for k, v in r.items() if k not in ("frame_target", "_pos")} for r in recs]
+    train.annotate(fb, tk)
+    near = 0
+    for r, f in zip(recs, fb):
+        if r["vimg"] is None or f["vimg"] is None:
+            continue
+        H, W = r["images"][r["vimg"]]["grid"][1] // 2, r["images"][r["vimg"]]["grid"][2] // 2
+        near += int(f["vimg"] == r["vimg"] and abs(int(f["vtgt"][0] * W) - int(r["vtgt"][0] * W)) <= 1 and abs(int(f["vtgt"][1] * H) - int(r["vtgt"][1] * H)) <= 1)
+    checks["video_fallback_box_centre"] = near == n
+
+    # the batched loss against the naive one, and learnable (2 records, 20 Adam steps on it alone: under half)
+    store = {}
+    hk = model.model.language_model.layers[layer].self_attn.register_forward_pre_hook(lambda m_, args: store.__setitem__("attn_in", args[:3]))
+    fwd = lambda bb: model(**{k: v for k, v in bb.items() if k in ("input_ids", "attention_mask", "pixel_values", "image_grid_thw", "position_ids")})  # noqa: E731
+    with torch.no_grad():
+        fwd(b)
+        got = train.attn_loss({"aux_attn": b["aux_vattn"]}, store, model.model.language_model.layers[layer].self_attn, heads_n)
+        x_in, cos, sin = store["attn_in"]
+        ref = torch.cat([naive_pointer(model, layer, heads_n, x_in, cos, sin, i, P[i][Pok[i]].tolist(), Tm[i].nonzero().flatten().tolist())
+                         for i in range(n)]).mean()
+    checks["video_pointer_equals_naive"] = abs(float(got) - float(ref)) < 1e-4 * max(1.0, abs(float(ref)))
+    checks["video_pointer_values"] = {"batched": round(float(got), 6), "naive": round(float(ref), 6)}
+    two = [recs[0], recs[-1]]
+    b2 = train.make_batch(two, pix, 0, "cpu", model=model, merge=2, image_token_id=model.image_token_id, video=True)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    first, curve = None, []
+    for _ in range(20):
+        store.clear()
+        fwd(b2)
+        loss = train.attn_loss({"aux_attn": b2["aux_vattn"]}, store, model.model.language_model.layers[layer].self_attn, heads_n)
+        first = float(loss.detach()) if first is None else first
+        curve.append(round(float(loss.detach()), 3))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    hk.remove()
+    checks["video_pointer_learnable"] = float(loss) < 0.5 * first
+    checks["video_pointer_curve"] = {"start": round(first, 4), "end": round(float(loss), 4), "steps": curve}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(os.path.dirname(HERE), "tiny-random-qwen25vl"))
+    ap.add_argument("--video-scenes", help="a loupe-synth folder with video samples: also check --video-pointer's targets on them")
     a = ap.parse_args()
     torch.manual_seed(0)
     from tokenizers import Tokenizer
@@ -307,6 +479,9 @@ def main():
     checks["scene_crop_equals_episode"] = ref is not None and ref.shape == mine.shape and bool((ref == mine).all())
     if not (checks["scene_crop_centre_on_target"] and checks["scene_crop_equals_episode"]):
         checks["scene_crop_detail"] = {"bad": bad, "size": sc["size"], "region": list(sc["region"].size), "bbox": bbox}
+
+    if a.video_scenes:
+        check_video(checks, model, tk, a.video_scenes, a.model, layer, heads_n)
 
     ok = all(v for k, v in checks.items() if isinstance(v, bool))
     print(json.dumps({"ok": ok, "checks": checks}))

@@ -210,9 +210,13 @@ def build_video(sc, picks, bbox, enc, tok, max_pixels):
     ids += tok.encode(read_out(s)) + [enc.im_end]
     kc = f"scene:{s['qid']}:c{next(_DRAW)}"
     images = [{"key": kf[i], "grid": fg[i]} for i in range(len(frames))] + [{"key": kf[p], "grid": fg[p]} for p in fplan["positions"]]
+    # the target's own box in the frame the crop call names, normalized (the target stands still in the frames that show
+    # it; a frame is the video resized whole, so normalized coordinates hold in every resize): train.py --video-pointer
+    x1, y1, x2, y2 = s["target"]["px"]
     rec = {"qid": s["qid"], "kind": "frames-zoom", "category": s["category"], "answer": s["answer"], "ids": ids,
            "spans": [[a0, e0], [a1, e1], [a2, len(ids)]], "images": images + [{"key": kc, "grid": gc}], "fresh": True,
-           "glyphs": glyph_pointers(s, read_out(s), a2, tok, plan["cropBox"], fsize)}
+           "glyphs": glyph_pointers(s, read_out(s), a2, tok, plan["cropBox"], fsize),
+           "frame_target": [x1 / s["width"], y1 / s["height"], x2 / s["width"], y2 / s["height"]]}
     pix = {kf[i]: frames[i] for i in range(len(frames))}
     pix[kc] = c
     return rec, pix

@@ -187,16 +187,36 @@ def flip_first_turns(recs, pix, tk):
 
 
 BOX = re.compile(r'"bbox_2d": \[([^\]]+)\]')
+TARGET_IMAGE = re.compile(r'"target_image": (\d+)')
+PICKS = re.compile(r'"target_frames": \[([^\]]*)\]')
 CATS = {"ring-digits": 0, "tag-letter": 1, "box-dots": 2, "left-of": 3}
+
+
+def box_span(r, tk, s0, e0):
+    """Sequence positions [start, end) of the four box numbers of the crop call in the assistant span [s0, e0), and the
+    closing bracket's token after them; None without a bbox_2d list."""
+    toks = [tk.id_to_token(i) or "" for i in r["ids"][s0:e0]]
+    try:
+        k = next(i for i, t in enumerate(toks) if "bbox" in t)
+        a = next(i for i in range(k, len(toks)) if "[" in toks[i])
+        b = next(i for i in range(a, len(toks)) if "]" in toks[i])
+    except StopIteration:
+        return None
+    return (s0 + a + 1, s0 + b + 1)  # the numbers and the closing bracket
 
 
 def annotate(recs, tk):
     """What the auxiliary losses and the box weight need, per trajectory: the target's centre on the global view (the centre
     of the first crop call of a zoom trajectory, mirrored with it for the flipped copies; None for recover/direct/video, whose
-    first call is deliberately off or absent) and the token positions of that call's four box numbers."""
+    first call is deliberately off or absent) and the token positions of that call's four box numbers. Video (frames-zoom)
+    trajectories get theirs in separate fields (annotate_video), so nothing that filters on r["tgt"] changes meaning."""
     n = 0
     for r in recs:
         r["tgt"], r["box_at"], r["ctgt"], r["glyph"] = None, None, None, None
+        r["vtgt"], r["vbox_at"], r["vimg"] = None, None, None
+        if r["kind"] == "frames-zoom":
+            annotate_video(r, tk)
+            continue
         if not (r["kind"] == "zoom" or r["kind"].startswith("zoom-first")) or not r["images"] or r["images"][0]["grid"][0] != 1:
             continue
         s0, e0 = r["spans"][0]
@@ -206,16 +226,35 @@ def annotate(recs, tk):
         x1, y1, x2, y2 = [float(v) for v in m.group(1).split(",")]
         r["tgt"] = ((x1 + x2) / 2, (y1 + y2) / 2)
         r["ctgt"], r["glyph"] = crop_target(r, (x1, y1, x2, y2))
-        toks = [tk.id_to_token(i) or "" for i in r["ids"][s0:e0]]
-        try:
-            k = next(i for i, t in enumerate(toks) if "bbox" in t)
-            a = next(i for i in range(k, len(toks)) if "[" in toks[i])
-            b = next(i for i in range(a, len(toks)) if "]" in toks[i])
-            r["box_at"] = (s0 + a + 1, s0 + b + 1)  # the numbers and the closing bracket
-        except StopIteration:
-            pass
+        r["box_at"] = box_span(r, tk, s0, e0)
         n += 1
     return n
+
+
+def annotate_video(r, tk):
+    """A frames-zoom trajectory (select_frames, the picked frames as images, a crop call on one of them, the crop, the
+    reading turn): for --video-pointer, r["vimg"] (the index in r["images"] of the picked frame the crop call names: the
+    images are the video's frames, then the k picks, then the crop, and `target_image` N is pick N - 2, the video being
+    image 1), r["vtgt"] (the target's centre in that frame, normalized: from the target box scene_traj.build_video
+    carries in r["frame_target"], else the centre of the call box, which trajectories.ts / scene_traj draw around the
+    true target, jittered; video trajectories have no deliberately-off box) and r["vbox_at"] (the call's box numbers)."""
+    if len(r.get("spans", [])) < 3 or not r.get("images"):
+        return
+    (s0, e0), (s1, e1) = r["spans"][0], r["spans"][1]
+    p = PICKS.search(tk.decode(r["ids"][s0:e0], skip_special_tokens=False))
+    t2 = tk.decode(r["ids"][s1:e1], skip_special_tokens=False)
+    m, ti = BOX.search(t2), TARGET_IMAGE.search(t2)
+    if not (p and m and ti):
+        return
+    k, image = len(p.group(1).split(",")), int(ti.group(1))
+    j = len(r["images"]) - 1 - k + (image - 2)
+    if not (0 <= image - 2 < k and len(r["images"]) >= k + 2) or r["images"][j]["grid"][0] != 1:
+        return
+    try:
+        x1, y1, x2, y2 = r.get("frame_target") or [float(v) for v in m.group(1).split(",")]
+    except ValueError:
+        return
+    r["vimg"], r["vtgt"], r["vbox_at"] = j, ((x1 + x2) / 2, (y1 + y2) / 2), box_span(r, tk, s1, e1)
 
 
 GLYPHS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # + "none" at index len(GLYPHS)
@@ -269,14 +308,13 @@ class AuxHeads(torch.nn.Module):
 
 
 def aux_losses(b, store, heads):
-    """{tgt, top1, pos, read} for the batch `b` from the hooked activations in `store` (each only when hooked)."""
+    """{tgt, top1, pos, read, glyph, glyph_exact; with --video-pointer's rows also vtgt, vtop1, vread} for the batch `b` from
+    the hooked activations in `store` (each only when hooked)."""
     out = {}
     if b["aux_tgt"] is not None and "vis" in store:
-        idx, valid, tgt, cats = b["aux_tgt"]
-        f = store["vis"].float()[idx] + heads.cat(cats)[:, None]
-        s = heads.tgt(torch.tanh(f)).squeeze(-1).masked_fill(~valid, -1e4)
-        out["tgt"] = torch.nn.functional.cross_entropy(s, tgt)
-        out["top1"] = (s.argmax(-1) == tgt).float().mean()
+        out["tgt"], out["top1"] = target_loss(b["aux_tgt"], store["vis"], heads)
+    if b.get("aux_vtgt") is not None and "vis" in store:  # --video-pointer: the named frame of a video's crop call
+        out["vtgt"], out["vtop1"] = target_loss(b["aux_vtgt"], store["vis"], heads)
     if b.get("aux_glyph") is not None and "vis" in store:
         idx, lab = b["aux_glyph"]                            # [G, 9] token rows into the tower's output, [G, SLOTS]
         lg = heads.glyph_logits(store["vis"], idx)
@@ -288,12 +326,28 @@ def aux_losses(b, store, heads):
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)  # the residual stream's scale drifts; the probe should not care
         out["pos"] = torch.nn.functional.mse_loss(heads.pos(h), xy)
     if b["aux_attn"] is not None and "read" in store:
-        rows, P, Pok, _ = b["aux_attn"]
-        h = store["read"].float()[rows[:, None], P]            # [R, Pmax, D]: the first turn's query positions
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
-        err = (heads.read(h) - b["aux_read"][:, None, :]).pow(2).mean(-1)
-        out["read"] = (err * Pok).sum() / Pok.sum().clamp(min=1)
+        out["read"] = read_loss(b["aux_attn"], b["aux_read"], store["read"], heads)
+    if b.get("aux_vattn") is not None and "read" in store:  # --video-pointer: the crop turn's queries, the frame's target
+        out["vread"] = read_loss(b["aux_vattn"], b["aux_vread"], store["read"], heads)
     return out
+
+
+def target_loss(rows, vis, heads):
+    """(loss, top-1) of the vision head's 'this is the target' scores over each row's image tokens (make_batch's aux_tgt)."""
+    idx, valid, tgt, cats = rows
+    f = vis.float()[idx] + heads.cat(cats)[:, None]
+    s = heads.tgt(torch.tanh(f)).squeeze(-1).masked_fill(~valid, -1e4)
+    return torch.nn.functional.cross_entropy(s, tgt), (s.argmax(-1) == tgt).float().mean()
+
+
+def read_loss(attn_rows, xy, hidden, heads):
+    """Read-out probe: the pointer rows' query positions in `hidden` (the --aux-read-layer output) give the target's centre
+    `xy` [R, 2]; MSE averaged over the valid queries."""
+    rows, P, Pok, _ = attn_rows
+    h = hidden.float()[rows[:, None], P]            # [R, Pmax, D]: the turn's query positions
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+    err = (heads.read(h) - xy[:, None, :]).pow(2).mean(-1)
+    return (err * Pok).sum() / Pok.sum().clamp(min=1)
 
 
 def attn_loss(b, store, attn_mod, heads_n):
@@ -348,13 +402,16 @@ def position_ids(model, r):
     return r["_pos"]
 
 
-AUX_KEYS = ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph", "aux_digit")
+AUX_KEYS = ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph", "aux_digit", "aux_vtgt", "aux_vattn", "aux_vread")
 
 
-def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_token_id=None, answer_weight=1.0):
+def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_token_id=None, answer_weight=1.0, video=False):
     """Tensors for one batch. With `model`: cached position ids, per-token loss weights (`box_weight` on the crop-box numbers,
     `answer_weight` on the last turn of a trajectory with a tool call: the turn that reads the crop and answers)
-    and the auxiliary targets (global views only)."""
+    and the auxiliary targets (global views only). With `video` (--video-pointer) also for frames-zoom trajectories' crop
+    turn (annotate_video): `box_weight` on its box numbers, the vision head's target on the frame it names (aux_vtgt), and
+    the pointer rows (aux_vattn: the turn's queries up to the end of the box -> the target's 3x3 tokens in that frame) with
+    the read-out targets (aux_vread). Without it the batch is what it was before the flag existed."""
     L = max(len(r["ids"]) for r in recs)
     ids = torch.full((len(recs), L), pad, dtype=torch.long)
     lab = torch.full((len(recs), L), -100, dtype=torch.long)
@@ -362,7 +419,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
     wts = torch.ones((len(recs), L))
     pos = torch.zeros((3, len(recs), L), dtype=torch.long)
     pvs, thws = [], []
-    tgt_rows, pos_rows, glyph_rows, off = [], [], [], 0
+    tgt_rows, pos_rows, glyph_rows, vtgt_rows, off = [], [], [], [], 0
     for i, r in enumerate(recs):
         n = len(r["ids"])
         ids[i, :n] = torch.tensor(r["ids"])
@@ -373,6 +430,8 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             pos[:, i, :n] = position_ids(model, r)
             if r.get("box_at") and box_weight != 1.0:
                 wts[i, r["box_at"][0]:r["box_at"][1]] = box_weight
+            if video and r.get("vbox_at") and box_weight != 1.0:
+                wts[i, r["vbox_at"][0]:r["vbox_at"][1]] = box_weight
             if answer_weight != 1.0 and len(r["spans"]) >= 2:
                 wts[i, r["spans"][-1][0]:r["spans"][-1][1]] = answer_weight
         for j, im in enumerate(r["images"]):
@@ -391,25 +450,33 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
                 cx, cy = r["ctgt"]
                 row, col = int(min(H - 1, cy * H)), int(min(W - 1, cx * W))
                 glyph_rows.append(([off + k for k in neighbourhood(row, col, H, W)], r["glyph"]))
+            if video and model is not None and r.get("vtgt") and j == r.get("vimg") and t == 1:
+                H, W = h // merge, w // merge
+                cx, cy = r["vtgt"]
+                vtgt_rows.append((off, ntok, int(min(H - 1, cy * H)) * W + int(min(W - 1, cx * W)), CATS.get(r.get("category"), 0)))
             off += ntok
     b = dict(input_ids=ids.to(dev), attention_mask=att.to(dev), labels=lab.to(dev), pixel_values=torch.cat(pvs) if pvs else None,
              image_grid_thw=torch.tensor(thws, device=dev) if thws else None)
     b["aux_tgt"] = b["aux_pos"] = b["aux_attn"] = b["aux_attn2"] = b["aux_glyph"] = b["aux_digit"] = None
+    b["aux_vtgt"] = b["aux_vattn"] = b["aux_vread"] = None
     if model is None:
         return b
     b["position_ids"] = pos.to(dev)
     b["weights"] = wts.to(dev)
     if tgt_rows:
-        mx = max(n for _, n, _, _ in tgt_rows)
-        ar = torch.arange(mx)
-        idx = torch.stack([o + ar.clamp(max=n - 1) for o, n, _, _ in tgt_rows])
-        valid = torch.stack([ar < n for _, n, _, _ in tgt_rows])
-        b["aux_tgt"] = (idx.to(dev), valid.to(dev), torch.tensor([t for _, _, t, _ in tgt_rows], device=dev),
-                        torch.tensor([c for _, _, _, c in tgt_rows], device=dev))
+        b["aux_tgt"] = target_rows(tgt_rows, dev)
+    if vtgt_rows:
+        b["aux_vtgt"] = target_rows(vtgt_rows, dev)
     if glyph_rows:
         b["aux_glyph"] = (torch.tensor([g for g, _ in glyph_rows], device=dev), torch.tensor([l for _, l in glyph_rows], device=dev))
-    attn_rows, attn2_rows, glyph_ptr_rows = [], [], []
+    attn_rows, attn2_rows, glyph_ptr_rows, vattn_rows = [], [], [], []
     for i, r in enumerate(recs):
+        if video and r.get("vtgt") and r.get("vbox_at") and image_token_id is not None:  # the crop turn looks at the frame's target
+            at, H, W = image_token_positions(ids[i], r, r["vimg"], merge, image_token_id)
+            cx, cy = r["vtgt"]
+            row, col = int(min(H - 1, cy * H)), int(min(W - 1, cx * W))
+            T = sorted({int(at[k]) for k in neighbourhood(row, col, H, W)})
+            vattn_rows.append((i, list(range(r["spans"][1][0] - 1, r["vbox_at"][1] - 1)), T))
         if r.get("ctgt") and image_token_id is not None:  # the reading turn looks at the target inside the crop
             at, H, W = crop_token_positions(ids[i], r, merge, image_token_id)
             cx, cy = r["ctgt"]
@@ -437,6 +504,9 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         b["aux_attn2"] = pointer_rows(attn2_rows, dev)
     if glyph_ptr_rows:
         b["aux_digit"] = pointer_rows(glyph_ptr_rows, dev)
+    if vattn_rows:
+        b["aux_vattn"] = pointer_rows(vattn_rows, dev)
+        b["aux_vread"] = torch.tensor([recs[i]["vtgt"] for i, _, _ in vattn_rows], device=dev, dtype=torch.float32)
     if pos_rows and image_token_id is not None:
         rows, cols, xy = [], [], []
         for i, H, W in pos_rows:
@@ -452,10 +522,27 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
 def crop_token_positions(row_ids, r, merge, image_token_id):
     """The sequence positions of the crop's merged tokens in one record's ids (the crop is its last image: zoom = global
     view, crop; frames-zoom = frames, picks, crop), row-major, and the crop's token grid (H, W)."""
-    n0 = sum(t * h * w for t, h, w in (im["grid"] for im in r["images"][:-1])) // (merge * merge)
-    _, h1, w1 = r["images"][-1]["grid"]
+    return image_token_positions(row_ids, r, len(r["images"]) - 1, merge, image_token_id)
+
+
+def image_token_positions(row_ids, r, j, merge, image_token_id):
+    """The sequence positions of image j's merged tokens in one record's ids (the images' pads come in order; the merged
+    tokens of those before it counted from their grids), row-major, and its token grid (H, W)."""
+    n0 = sum(t * h * w for t, h, w in (im["grid"] for im in r["images"][:j])) // (merge * merge)
+    _, h1, w1 = r["images"][j]["grid"]
     H, W = h1 // merge, w1 // merge
     return (row_ids == image_token_id).nonzero().flatten()[n0:n0 + H * W], H, W
+
+
+def target_rows(rows, dev):
+    """(token rows [R, Nmax] into the tower's output, valid [R, Nmax], target index, category) for target_loss, from
+    (offset of the image's tokens, their count, the target token's index, category)."""
+    mx = max(n for _, n, _, _ in rows)
+    ar = torch.arange(mx)
+    idx = torch.stack([o + ar.clamp(max=n - 1) for o, n, _, _ in rows])
+    valid = torch.stack([ar < n for _, n, _, _ in rows])
+    return (idx.to(dev), valid.to(dev), torch.tensor([t for _, _, t, _ in rows], device=dev),
+            torch.tensor([c for _, _, _, c in rows], device=dev))
 
 
 GRID5 = (-0.45, -0.225, 0.0, 0.225, 0.45)
@@ -617,7 +704,7 @@ def plot_curves(metrics, path):
     if any("val_aux_glyph_exact" in c for c in vcurve):
         ax[1].plot([c["step"] for c in vcurve], [c.get("val_aux_glyph_exact", float("nan")) for c in vcurve], "x-", ms=3, label="reading head: glyphs exact")
     ax[1].set_xlabel("step"); ax[1].set_ylabel("held-out"); ax[1].set_ylim(0, 1); ax[1].legend(fontsize=7)
-    for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss"), ("val_aux_read", "read-out probe MSE"), ("val_aux_glyph", "reading head loss"), ("val_aux_attn2", "reading pointer loss")):
+    for key, lab in (("val_aux_pos", "position probe MSE"), ("val_aux_attn", "pointer loss (-log attention on target)"), ("val_aux_tgt", "vision target loss"), ("val_aux_read", "read-out probe MSE"), ("val_aux_glyph", "reading head loss"), ("val_aux_attn2", "reading pointer loss"), ("val_aux_vattn", "video crop-turn pointer loss")):
         if any(key in c for c in vcurve):
             ax[2].plot([c["step"] for c in vcurve], [c.get(key, float("nan")) for c in vcurve], "o-", ms=3, label=lab)
     if any("aux_digit" in c for c in curve):
@@ -660,9 +747,14 @@ def main():
     ap.add_argument("--aux-attn2", type=float, default=0.0, help="weight of the reading pointer: the reading turn's queries (layer --aux-attn-layer) attend to the target inside the crop")
     ap.add_argument("--aux-digit", type=float, default=0.0, help="weight of the glyph pointer: in fresh reading turns (--scenes), the query that says each digit (or the letter) attends to that glyph's tokens in the crop (heads of --aux-digit-layer)")
     ap.add_argument("--aux-digit-layer", type=int, default=-2, help="text layer of the glyph pointer (default: the second to last; 3 of loupe-tiny's 5)")
+    ap.add_argument("--video-pointer", type=float, default=0.0,
+                    help="weight of the video crop turn's pointer: in frames-zoom trajectories, turn 2's queries up to the end of its box "
+                         "(heads of --aux-attn-layer) attend to the target's 3x3 tokens in the picked frame the crop call names; also "
+                         "gives that call's box numbers --box-weight, the --aux-read probe on those queries and the --aux-target head "
+                         "on that frame (each at its own weight; 0: video crop turns get none of it, as before)")
     ap.add_argument("--read-eval", type=int, default=40, help="held-out reading turns to generate at the end (gold first turn and crop given): answer accuracy")
     ap.add_argument("--first-turns", type=int, default=0, help="train on zoom first turns only, plus every N-th whole trajectory (0: off)")
-    ap.add_argument("--box-weight", type=float, default=1.0, help="loss weight of the crop-box number tokens of zoom trajectories")
+    ap.add_argument("--box-weight", type=float, default=1.0, help="loss weight of the crop-box number tokens of zoom trajectories (with --video-pointer also of frames-zoom crop calls)")
     ap.add_argument("--answer-weight", type=float, default=1.0, help="loss weight of the answering turn (the last turn) of trajectories with a tool call")
     ap.add_argument("--crop-every", type=int, default=0, help="also generate --crop-every-n held-out first turns every N steps (0: only at the end)")
     ap.add_argument("--crop-every-n", type=int, default=12)
@@ -724,6 +816,8 @@ def main():
         log(f"first-turn diet: {len(train)} training sequences")
     n_ann = annotate(train, tk) + annotate(val, tk)
     log(f"zoom trajectories with a target box: {n_ann} (train + val)")
+    if a.video_pointer > 0:
+        log(f"frames-zoom trajectories with a crop-turn target (--video-pointer): {sum(1 for r in train + val if r.get('vtgt'))} (train + val)")
     heads = AuxHeads(model.model.visual.merger.mlp[2].out_features, model.tc["hidden"]).to(dev)
     aux_init = os.path.join(a.init, "aux_heads.safetensors") if a.init else None
     if aux_init and os.path.exists(aux_init):  # a run resumed from one that trained the heads: keep them
@@ -732,14 +826,14 @@ def main():
             log(f"auxiliary heads new in this run: {', '.join(missing)}")
         log(f"auxiliary heads from {aux_init}")
     n_layers = len(model.model.language_model.layers)
-    for flag, on, layer in (("--aux-attn-layer", a.aux_attn > 0 or a.aux_attn2 > 0, a.aux_attn_layer), ("--aux-pos-layer", a.aux_pos > 0, a.aux_pos_layer),
+    for flag, on, layer in (("--aux-attn-layer", a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0, a.aux_attn_layer), ("--aux-pos-layer", a.aux_pos > 0, a.aux_pos_layer),
                             ("--aux-digit-layer", a.aux_digit > 0, a.aux_digit_layer),
                             ("--aux-read-layer", a.aux_read > 0, a.aux_read_layer)):
         if on and not -n_layers <= layer < n_layers:
             raise SystemExit(f"train.py: {flag} {layer} is out of range: this model has {n_layers} text layers (0..{n_layers - 1})")
     store = {}
     use_aux = a.aux_target > 0 or a.aux_pos > 0 or a.aux_glyph > 0
-    if a.aux_attn > 0 or a.aux_attn2 > 0:
+    if a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0:
         model.model.language_model.layers[a.aux_attn_layer].self_attn.register_forward_pre_hook(
             lambda m, args: store.__setitem__("attn_in", (args[0], args[1], args[2])))
     if a.aux_digit > 0:
@@ -750,7 +844,8 @@ def main():
     if use_aux:
         model.model.visual.register_forward_hook(lambda m, i, o: store.__setitem__("vis", o))
         model.model.language_model.layers[a.aux_pos_layer].register_forward_hook(lambda m, i, o: store.__setitem__("llm", o))
-    mb = dict(model=model, box_weight=a.box_weight, merge=model.vc["merge"], image_token_id=model.image_token_id, answer_weight=a.answer_weight)
+    mb = dict(model=model, box_weight=a.box_weight, merge=model.vc["merge"], image_token_id=model.image_token_id, answer_weight=a.answer_weight,
+              video=a.video_pointer > 0)
     fresh_k, sx, drawn = 0, None, {}
     if a.scenes:
         import scene_traj
@@ -797,7 +892,7 @@ def main():
         out = model(**{k: v for k, v in b.items() if k not in AUX_KEYS})
         lm = lm_loss(out.logits, b["labels"], b["weights"])
         aux = aux_losses(b, store, heads) if (use_aux or a.aux_read > 0) else {}
-        attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn if (a.aux_attn > 0 or a.aux_attn2 > 0) else None
+        attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn if (a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0) else None
         if a.aux_attn > 0:
             al = attn_loss(b, store, attn_mod, a.aux_attn_heads)
             if al is not None:
@@ -809,12 +904,16 @@ def main():
                                      model.model.language_model.layers[a.aux_digit_layer].self_attn, a.aux_attn_heads)
         tot = (lm + a.aux_target * aux.get("tgt", 0.0) + a.aux_pos * aux.get("pos", 0.0) + a.aux_attn * aux.get("attn", 0.0) + a.aux_read * aux.get("read", 0.0)
                + a.aux_glyph * aux.get("glyph", 0.0) + a.aux_attn2 * aux.get("attn2", 0.0) + a.aux_digit * aux.get("digit", 0.0))
+        if a.video_pointer > 0:  # the video crop turn (make_batch's aux_v* rows; only built with the flag)
+            if b["aux_vattn"] is not None:
+                aux["vattn"] = attn_loss({"aux_attn": b["aux_vattn"]}, store, attn_mod, a.aux_attn_heads)
+            tot = tot + a.video_pointer * aux.get("vattn", 0.0) + a.aux_read * aux.get("vread", 0.0) + a.aux_target * aux.get("vtgt", 0.0)
         return tot, lm, aux, out
 
     def evaluate():
         """Held-out: loss, whole-trajectory exact (teacher-forced), crop-box tokens exact, and the auxiliary heads."""
         model.eval()
-        tot, n, ok_n, seqs, box_ok, box_n = 0.0, 0, 0, 0, 0, 0
+        tot, n, ok_n, seqs, box_ok, box_n, vbox_ok, vbox_n = 0.0, 0, 0, 0, 0, 0, 0, 0
         auxs = {}
         with torch.no_grad():
             for i in range(0, len(val), a.bs):
@@ -838,7 +937,13 @@ def main():
                         s_, e_ = r["box_at"]
                         box_ok += int(hit[j, s_ - 1:e_ - 1].all())
                         box_n += 1
+                    if a.video_pointer > 0 and r.get("vbox_at"):
+                        s_, e_ = r["vbox_at"]
+                        vbox_ok += int(hit[j, s_ - 1:e_ - 1].all())
+                        vbox_n += 1
         model.train()
+        if vbox_n:  # the video crop calls' boxes, teacher-forced (held-out frames-zoom trajectories)
+            auxs["vbox_exact"] = [vbox_ok / vbox_n]
         return tot / max(n, 1), ok_n / max(seqs, 1), box_ok / max(box_n, 1), {k: sum(v) / len(v) for k, v in auxs.items()}
 
     def vline(step):
@@ -952,7 +1057,7 @@ def main():
                "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "read_eval": read, "onnx_check": check,
                "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "attn": a.aux_attn, "attn_layer": a.aux_attn_layer,
                        "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight, "answer_weight": a.answer_weight,
-                       "glyph": a.aux_glyph, "attn2": a.aux_attn2, "digit": a.aux_digit, "digit_layer": a.aux_digit_layer},
+                       "glyph": a.aux_glyph, "attn2": a.aux_attn2, "digit": a.aux_digit, "digit_layer": a.aux_digit_layer, "video_pointer": a.video_pointer},
                "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "torch": torch.__version__}
     with open(os.path.join(a.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)

@@ -6,21 +6,35 @@
  * signals on whole zoom trajectories: crop_target / neighbourhood on hand-worked cases, the reading head's crop tokens
  * and the reading pointer's keys and queries, that pointer's loss against the naive one, the reading head learnable
  * (tower + head), and read_eval running (only running: the random model reads nothing).
+ * --video-pointer on two videos generated here (`loupe synth --seed 9 --n 0 --video 2`, a ring and a tag): on fresh
+ * frames-zoom trajectories the crop turn's pointer keys are the 3x3 tokens around the true target in the frame the crop
+ * call names (from the sample's target box and the frame's grid; its ink under them), keys moved one token right fail
+ * that check, vbox_at is exactly the call's box numbers, and without the flag the batch is unchanged.
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateSynth } from '../../../app/bench/loupe-synth';
 import { requirePython } from './python';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-train-aux-'));
+const VIDEOS = path.join(tmp, 'videos');
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+beforeAll(async () => {
+  await generateSynth({ seed: 9, n: 0, video: 2, kinds: ['ring-digits', 'tag-letter'] }, VIDEOS);
+}, 120_000);
 
 describe('train.py auxiliary losses', () => {
-  it('derive the right targets (first turn and reading turn), match the naive attention, and can be learned', () => {
+  it('derive the right targets (first turn, reading turn, video crop turn), match the naive attention, and can be learned', () => {
     const python = requirePython(['torch', 'numpy', 'PIL']);
-    const r = spawnSync(python, ['models/loupe-tiny/check_train_aux.py'], {
+    const r = spawnSync(python, ['models/loupe-tiny/check_train_aux.py', '--video-scenes', VIDEOS], {
       cwd: ROOT,
       encoding: 'utf8',
       env: { ...process.env, OMP_NUM_THREADS: '1' },
@@ -31,10 +45,18 @@ describe('train.py auxiliary losses', () => {
     for (const k of ['annotate', 'read_targets', 'read_loss', 'pointer_targets', 'pointer_queries', 'position_targets', 'position_ids', 'box_weight', 'pointer_equals_naive', 'pointer_learnable',
       'crop_target_centre', 'crop_target_glyphs', 'crop_target_none', 'neighbourhood', 'annotate_crop_target', 'glyph_rows',
       'glyph_rows_are_crop_tokens', 'attn2_keys', 'attn2_queries', 'attn_keys_global_view', 'attn2_equals_naive', 'glyph_learnable',
-      'read_eval_runs_only']) {
+      'read_eval_runs_only',
+      'video_named_frame', 'video_pointer_keys', 'video_pointer_covers_target', 'video_pointer_shifted_fails', 'video_box_at', 'video_queries',
+      'video_box_weight', 'video_target_head_rows', 'video_off_unchanged', 'video_fallback_box_centre', 'video_pointer_equals_naive',
+      'video_pointer_learnable']) {
       expect(res.checks[k], `${k}: ${JSON.stringify(res.checks)}`).toBe(true);
     }
+    // 3 fresh draws of each video; the shifted keys pass the whole check on none of them
+    const vc = res.checks.video_counts as { records: number; keys: number; shifted_passing: number };
+    expect(res.checks.video_records).toBe(6);
+    expect(vc.keys).toBe(6);
+    expect(vc.shifted_passing).toBe(0);
     expect(res.ok).toBe(true);
     expect(r.status).toBe(0);
-  }, 120_000);
+  }, 240_000);
 });
