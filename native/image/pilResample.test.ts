@@ -5,16 +5,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findPillowPython } from './pillow';
 import { pilResizeBicubicRGB, pilResizeBicubicRGBAsync, pilResizeBicubicRGBRows } from './pilResample';
-
-function noise(w: number, h: number, seed: number): Uint8Array {
-  const out = new Uint8Array(w * h * 3);
-  let s = seed >>> 0;
-  for (let i = 0; i < out.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s >>> 24;
-  }
-  return out;
-}
+import { noise } from './testNoise';
 
 describe('pilResizeBicubicRGB', () => {
   it('keeps a flat image flat and the identity exact', () => {

@@ -1,16 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { pilResizeBicubicRGB } from './pilResample';
 import { closePilResamplePool, pilResamplePoolState, pilResizeBicubicRGBParallel } from './pilResampleParallel';
-
-function noise(w: number, h: number, seed: number): Uint8Array {
-  const out = new Uint8Array(w * h * 3);
-  let s = seed >>> 0;
-  for (let i = 0; i < out.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s >>> 24;
-  }
-  return out;
-}
+import { noise } from './testNoise';
 
 afterAll(() => closePilResamplePool());
 
