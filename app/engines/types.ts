@@ -59,6 +59,8 @@ export interface EngineInfo {
   fallbackReason?: string;
   /** Additive: the dtype(s) loaded (local engines). */
   dtype?: EngineDtypeSpec;
+  /** Additive: ONNX Runtime intra-op threads per session (local engines); 0 = ONNX Runtime's default. */
+  threads?: number;
 }
 
 export interface Engine {

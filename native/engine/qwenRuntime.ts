@@ -13,7 +13,8 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor, cat, env } from '@huggingface/transformers';
-import type { EngineDevice, EngineDtypeSpec, EngineImage, EngineInfo, GenerateResult } from '../../app/engines/types';
+import type { EngineDevice, EngineDtype, EngineDtypeSpec, EngineImage, EngineInfo, GenerateResult } from '../../app/engines/types';
+import { SMALL_MODEL_BYTES } from '../../app/engines/local/protocol';
 import type { LoadOptions, WireGenerateRequest } from '../../app/engines/local/protocol';
 import { EngineError } from '../../app/engines/errors';
 import {
@@ -172,6 +173,7 @@ export class QwenVLRuntime {
     }
     const report = await validateModelFolder(dir, { dtype });
     if (!report.ok) throw new EngineError('model_folder', report.errors.join('\n'));
+    const threads = intraOpThreads(opts.threads, dtype, report.dtypeBytes);
     env.allowRemoteModels = false;
     env.allowLocalModels = true;
     env.localModelPath = '';
@@ -185,6 +187,7 @@ export class QwenVLRuntime {
       const m = (await AutoModelForImageTextToText.from_pretrained(dir, {
         device,
         dtype: dtype as never,
+        ...(threads ? { session_options: { intraOpNumThreads: threads } } : {}),
       })) as unknown as QwenModel;
       // a one-token smoke run: a provider that loads but cannot execute fails here, not mid-answer
       await m.encode_text({ input_ids: i64([0], [1, 1]) });
@@ -216,6 +219,7 @@ export class QwenVLRuntime {
       model: dir,
       device,
       dtype,
+      threads,
       ...(fallbackReason ? { requestedDevice: requested, fallbackReason } : {}),
     };
     const rt = new QwenVLRuntime(processor, model, info, opts.kvCache ?? true, eos);
@@ -498,4 +502,15 @@ function presentToPast(out: Record<string, AnyTensor>): Record<string, AnyTensor
   const past: Record<string, AnyTensor> = {};
   for (const [k, v] of Object.entries(out)) if (k.startsWith('present')) past[k.replace('present', 'past_key_values')] = v;
   return past;
+}
+
+/**
+ * Intra-op threads for a model's sessions: the asked number, else 1 for a small model (ONNX files of the loaded
+ * dtype(s) under SMALL_MODEL_BYTES), else 0 (ONNX Runtime's default).
+ */
+export function intraOpThreads(asked: number | undefined, dtype: EngineDtypeSpec, dtypeBytes: Partial<Record<EngineDtype, number>>): number {
+  if (asked !== undefined && asked > 0) return Math.floor(asked);
+  const dts = typeof dtype === 'string' ? [dtype] : Object.values(dtype);
+  const bytes = Math.max(0, ...dts.map((d) => dtypeBytes[d] ?? Infinity));
+  return bytes < SMALL_MODEL_BYTES ? 1 : 0;
 }

@@ -82,11 +82,11 @@ export class LocalEngine implements Engine {
         }
       });
       try {
-        const { modelDir, device, dtype, kvCache } = this.opts;
+        const { modelDir, device, dtype, kvCache, threads } = this.opts;
         const ev = await this.call(t, {
           type: 'load',
           id: this.nextId++,
-          options: { modelDir, ...(device ? { device } : {}), ...(dtype ? { dtype } : {}), ...(kvCache !== undefined ? { kvCache } : {}) },
+          options: { modelDir, ...(device ? { device } : {}), ...(dtype ? { dtype } : {}), ...(kvCache !== undefined ? { kvCache } : {}), ...(threads ? { threads } : {}) },
         });
         if (ev.type === 'loaded') this.lastInfo = ev.info;
         this.transport = t;

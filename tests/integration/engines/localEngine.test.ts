@@ -10,7 +10,8 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEngine } from '../../../app/engines/local/localEngine';
 import { EngineError } from '../../../app/engines/errors';
-import { QwenVLRuntime } from '../../../native/engine/qwenRuntime';
+import { QwenVLRuntime, intraOpThreads } from '../../../native/engine/qwenRuntime';
+import { SMALL_MODEL_BYTES } from '../../../app/engines/local/protocol';
 import { workerThreadTransportFactory } from '../../../native/engine/workerThreadTransport';
 import type { EngineTransport } from '../../../app/engines/local/transport';
 import { createChildProcessTransport, type ChildProcessTransport } from '../../../native/engine/childProcessTransport';
@@ -256,4 +257,44 @@ describe('LocalEngine worker lifecycle', () => {
     await e.dispose();
     await expect(e.generate(greedy(parity.cases.single_image))).rejects.toMatchObject({ kind: 'disposed' });
   });
+});
+
+describe('intra-op threads', () => {
+  it('defaults to 1 for a small model and to ONNX Runtime\'s own default for a large one; an asked number wins', () => {
+    const small = { fp32: 5e6, q8: 2e6 };
+    const large = { fp32: 2e9, q8: 5e8 };
+    expect(intraOpThreads(undefined, 'q8', small)).toBe(1);
+    expect(intraOpThreads(0, 'fp32', small)).toBe(1);
+    expect(intraOpThreads(undefined, 'q8', large)).toBe(0);
+    expect(intraOpThreads(3, 'q8', large)).toBe(3);
+    expect(intraOpThreads(2, 'q8', small)).toBe(2);
+    // per-part dtypes: the largest part's dtype decides; a dtype the folder lacks counts as large
+    expect(intraOpThreads(undefined, { embed_tokens: 'q8', vision_encoder: 'fp32', decoder_model_merged: 'q8' }, { fp32: 9e8, q8: 2e6 })).toBe(0);
+    expect(intraOpThreads(undefined, 'fp16', small)).toBe(0);
+    expect(SMALL_MODEL_BYTES).toBe(64 * 2 ** 20);
+  });
+
+  it('the tiny model loads on 1 thread by default and on 2 when asked, with the same greedy tokens', async () => {
+    const c = parity.cases.single_image;
+    const one = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false });
+    const two = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false, threads: 2 });
+    try {
+      expect(one.info.threads).toBe(1);
+      expect(two.info.threads).toBe(2);
+      expect((await two.generate(greedy(c))).tokens).toEqual(c.generated);
+      expect((await one.generate(greedy(c))).tokens).toEqual(c.generated);
+    } finally {
+      await one.dispose();
+      await two.dispose();
+    }
+  }, 60_000);
+
+  it('passes threads through the worker and reports them in the engine info', async () => {
+    const engine = await LocalEngine.start({ modelDir: TINY_DIR, transport: workerThreadTransportFactory, threads: 2 });
+    try {
+      expect(engine.info().threads).toBe(2);
+    } finally {
+      await engine.dispose();
+    }
+  }, 60_000);
 });
