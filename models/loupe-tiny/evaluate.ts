@@ -9,7 +9,7 @@
  * (the sample's `target.frames`); crops are scored on the frame they cut (a frame without the target scores 0).
  *
  *   node --import tsx models/loupe-tiny/evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32]
- *        [--kinds image|video|all] [--limit N] [--out FILE.json]
+ *        [--kinds image|video|all] [--limit N] [--warmup] [--out FILE.json]
  */
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
@@ -197,6 +197,11 @@ export async function evaluate(opts: {
   /** Which samples: image (default), video, or all. */
   kinds?: EvalKinds;
   limit?: number;
+  /**
+   * Run the first sample once, untimed and unscored, before the timed loop: the engine's sessions and the resize workers
+   * start on first use, a one-time cost a Demo or a sweep pays once. Its wall time comes back as summary.warmupMs.
+   */
+  warmup?: boolean;
   log?: (s: string) => void;
 }): Promise<{ results: SampleResult[]; summary: Record<string, number>; byKind?: { image: Record<string, number>; video: Record<string, number> } }> {
   const kinds = opts.kinds ?? 'image';
@@ -212,18 +217,26 @@ export async function evaluate(opts: {
   const scorer = getScorer('pr.boxed');
   const dialect = getDialect('pixel-reasoner');
   const results: SampleResult[] = [];
+  const episode = (s: SynthSample) =>
+    runEpisode({
+      engine,
+      dialect,
+      // video as prepare.ts feeds it in training: the frame files as one video
+      media: s.isVideo ? { videoFrames: (s.frames ?? []).map((f) => path.resolve(opts.data, f)) } : { images: [path.resolve(opts.data, s.image!)] },
+      question: s.question,
+      imageOps: ops,
+      settings: { prompt: opts.prompt, mode: 'eval', decoding: { temperature: 0, topP: 1, topK: -1 }, limits: { maxTokensPerTurn: 160 } },
+    });
+  let warmupMs: number | undefined;
   try {
+    if (opts.warmup && samples[0]) {
+      const t0 = performance.now();
+      await episode(samples[0]);
+      warmupMs = performance.now() - t0;
+    }
     for (const s of samples) {
       const t0 = performance.now();
-      const t = await runEpisode({
-        engine,
-        dialect,
-        // video as prepare.ts feeds it in training: the frame files as one video
-        media: s.isVideo ? { videoFrames: (s.frames ?? []).map((f) => path.resolve(opts.data, f)) } : { images: [path.resolve(opts.data, s.image!)] },
-        question: s.question,
-        imageOps: ops,
-        settings: { prompt: opts.prompt, mode: 'eval', decoding: { temperature: 0, topP: 1, topK: -1 }, limits: { maxTokensPerTurn: 160 } },
-      });
+      const t = await episode(s);
       const ms = performance.now() - t0;
       const prediction = predictionOf(t);
       const r = scorer.score(prediction, { answer: s.answer });
@@ -254,7 +267,7 @@ export async function evaluate(opts: {
     await engine.dispose();
     await fsp.rm(tmp, { recursive: true, force: true });
   }
-  const summary = summarize(results);
+  const summary = { ...summarize(results), ...(warmupMs !== undefined ? { warmupMs } : {}) };
   if (kinds !== 'all') return { results, summary };
   return { results, summary, byKind: { image: summarize(results.filter((r) => !r.video)), video: summarize(results.filter((r) => r.video)) } };
 }
@@ -288,7 +301,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(im
   const model = arg('--model');
   const data = arg('--data');
   if (!model || !data) {
-    console.error('usage: evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32|PART=DT,...] [--kinds image|video|all] [--limit N] [--out FILE]');
+    console.error('usage: evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32|PART=DT,...] [--kinds image|video|all] [--limit N] [--warmup] [--out FILE]');
     process.exit(2);
   }
   const limit = arg('--limit');
@@ -304,7 +317,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(im
     console.error(`evaluate: ${(e as Error).message}`);
     process.exit(2);
   }
-  evaluate({ model, data, prompt: (arg('--prompt', 'vcot') as PromptId), dtype, kinds, ...(limit ? { limit: Number(limit) } : {}), log: (s) => console.error(s) })
+  evaluate({ model, data, prompt: (arg('--prompt', 'vcot') as PromptId), dtype, kinds, ...(limit ? { limit: Number(limit) } : {}), warmup: process.argv.includes('--warmup'), log: (s) => console.error(s) })
     .then(async (r) => {
       const out = arg('--out');
       if (out) await fsp.writeFile(out, JSON.stringify(r, null, 1) + '\n');

@@ -134,6 +134,18 @@ describe('loupe-tiny reads the zoomed tag and ring on held-out scenes generated 
   }, 360_000);
 });
 
+describe('evaluate.ts warm-up (the speed bench times warm trajectories)', () => {
+  it('runs the first sample once untimed: same scored rows as without, plus the cold run\'s time', async () => {
+    const cold = await evaluate({ model: MODEL, data: SCENES, prompt: 'vcot', dtype: 'q8', limit: 2 });
+    const warm = await evaluate({ model: MODEL, data: SCENES, prompt: 'vcot', dtype: 'q8', limit: 2, warmup: true });
+    expect(cold.summary.warmupMs).toBeUndefined();
+    // the warm-up trajectory is not among the rows, and greedy answers do not depend on it
+    expect(warm.results.map((r) => [r.qid, r.prediction, r.calls])).toEqual(cold.results.map((r) => [r.qid, r.prediction, r.calls]));
+    expect(warm.summary.n).toBe(2);
+    expect(warm.summary.warmupMs).toBeGreaterThan(0);
+  }, 120_000);
+});
+
 describe('loupe-tiny evaluation of video samples', () => {
   let dir: string;
   let s: SynthSample | undefined;
