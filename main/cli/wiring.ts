@@ -15,6 +15,8 @@ export interface EngineWiringOptions {
   concurrency?: number;
   device?: EngineDevice;
   dtype?: EngineDtype;
+  /** Local engines: ONNX Runtime intra-op threads (absent: automatic, see LoadOptions.threads). */
+  threads?: number;
   apiKey?: string;
   /** Per-request timeout for OpenAI-compatible servers (ms). */
   timeoutMs?: number;
@@ -59,7 +61,7 @@ export function cliEngineFactory(o: EngineWiringOptions = {}): EngineFactory {
         o.isolation === 'process'
           ? (await import('../../native/engine/childProcessTransport')).childProcessTransportFactory
           : (await import('../../native/engine/workerThreadTransport')).workerThreadTransportFactory;
-      const engine = await LocalEngine.start({ modelDir: m.path, transport, device: o.device ?? 'cpu', ...(o.dtype ? { dtype: o.dtype } : {}) });
+      const engine = await LocalEngine.start({ modelDir: m.path, transport, device: o.device ?? 'cpu', ...(o.dtype ? { dtype: o.dtype } : {}), ...(o.threads ? { threads: o.threads } : {}) });
       const info = engine.info();
       if (info.fallbackReason) process.stderr.write(`warning: ${info.fallbackReason}; running on ${info.device}\n`);
       return { info, engineFor: () => engine, concurrency: o.concurrency ?? 1, modelHash, dispose: () => engine.dispose() };

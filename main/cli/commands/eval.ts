@@ -29,6 +29,7 @@ export interface EvalCliOptions {
   maxPixels?: number;
   device?: string;
   dtype?: string;
+  threads?: number;
   apiKey?: string;
   timeoutMs?: number;
   replayDelayMs?: number;
@@ -114,6 +115,7 @@ export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.Wri
         ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
         ...(o.device ? { device: o.device as never } : {}),
         ...(o.dtype ? { dtype: o.dtype as never } : {}),
+        ...(o.threads ? { threads: o.threads } : {}),
         ...(o.apiKey ? { apiKey: o.apiKey } : {}),
         ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
         ...(o.replayDelayMs ? { replayDelayMs: o.replayDelayMs } : {}),
@@ -192,6 +194,7 @@ export function register(program: Command): void {
     .option('--max-pixels <n>', 'engine MAX_PIXELS', int('--max-pixels', 1))
     .option('--device <d>', 'local engine device: cpu | cuda | webgpu | dml | coreml')
     .option('--dtype <t>', 'local engine dtype: fp32 | q8 | q4 | fp16 …')
+    .option('--threads <n>', 'local engine: ONNX Runtime threads (default: 1 for a small model, else one per core)', int('--threads', 1))
     .option('--api-key <k>', 'API key for the OpenAI-compatible server')
     .option('--timeout-ms <n>', 'per-request timeout for a server', int('--timeout-ms', 1))
     .option('--replay-delay-ms <n>', 'replay engines: wait this long per turn', int('--replay-delay-ms'))

@@ -22,6 +22,7 @@ interface RunCliOptions {
   workspace?: string;
   device?: string;
   dtype?: string;
+  threads?: number;
   apiKey?: string;
   json?: boolean;
 }
@@ -32,6 +33,12 @@ function int(name: string, min = 0) {
     if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
     return n;
   };
+}
+
+/** ', 2 threads' / ', 1 thread' / ', ORT default threads' for a local engine's info; '' for others. */
+function threadsText(n: number | undefined): string {
+  if (n === undefined) return '';
+  return n === 0 ? ', ORT default threads' : `, ${n} thread${n === 1 ? '' : 's'}`;
 }
 
 function collect(v: string, prev: string[] = []): string[] {
@@ -56,6 +63,7 @@ export function register(program: Command): void {
     .option('--workspace <dir>', 'workspace folder for the crops (default $LOUPE_WORKSPACE or the user data dir)')
     .option('--device <d>', 'local engine device')
     .option('--dtype <t>', 'local engine dtype')
+    .option('--threads <n>', 'local engine: ONNX Runtime threads (default: 1 for a small model, else one per core)', int('--threads', 1))
     .option('--api-key <k>', 'API key for the server')
     .option('--json', 'print the trajectory as JSON on the last stdout line')
     .action(async (question: string, o: RunCliOptions) => {
@@ -85,7 +93,7 @@ export function register(program: Command): void {
       }
       const model = parseModelRef(o.model);
       const ws = await new Workspace(o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir()).init();
-      const lease = await cliEngineFactory({ ...(o.device ? { device: o.device as never } : {}), ...(o.dtype ? { dtype: o.dtype as never } : {}), ...(o.apiKey ? { apiKey: o.apiKey } : {}) })(model);
+      const lease = await cliEngineFactory({ ...(o.device ? { device: o.device as never } : {}), ...(o.dtype ? { dtype: o.dtype as never } : {}), ...(o.threads ? { threads: o.threads } : {}), ...(o.apiKey ? { apiKey: o.apiKey } : {}) })(model);
       const imageOps = await cliImageOps(ws.media);
       const ctrl = new AbortController();
       const onInt = () => ctrl.abort(new Error('SIGINT'));
@@ -111,7 +119,7 @@ export function register(program: Command): void {
           onStep: (e) => {
             switch (e.type) {
               case 'episode-start':
-                out(`model ${lease.info.model} (${lease.info.kind}${lease.info.device ? `, ${lease.info.device}` : ''}), dialect ${dialect.id}, prompt ${o.prompt}\n`);
+                out(`model ${lease.info.model} (${lease.info.kind}${lease.info.device ? `, ${lease.info.device}` : ''}${threadsText(lease.info.threads)}), dialect ${dialect.id}, prompt ${o.prompt}\n`);
                 e.media.forEach((m, i) => out(`image ${i + 1}: ${mediaLine(m)}\n`));
                 break;
               case 'turn-start':

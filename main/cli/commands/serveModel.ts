@@ -16,17 +16,21 @@ export function register(program: Command): void {
     .option('--device <d>', 'cpu | cuda | webgpu | dml | coreml (falls back to cpu, and says so)', 'cpu')
     .option('--dtype <t>', 'fp32 | q8 | q4 | fp16 …', 'fp32')
     .option('--name <id>', 'model id clients send (default: the folder name)')
-    .action(async (dir: string, o: { port: string; host: string; device: string; dtype: string; name?: string }) => {
+    .option('--threads <n>', 'ONNX Runtime threads (default: 1 for a small model, else one per core)')
+    .action(async (dir: string, o: { port: string; host: string; device: string; dtype: string; name?: string; threads?: string }) => {
+      const threads = o.threads === undefined ? undefined : Number(o.threads);
+      if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) throw new Error(`--threads must be an integer ≥ 1, got ${JSON.stringify(o.threads)}`);
       const engine = await LocalEngine.start({
         modelDir: path.resolve(dir),
         device: o.device as EngineDevice,
         dtype: o.dtype as EngineDtype,
+        ...(threads ? { threads } : {}),
         transport: childProcessTransportFactory, // a crash stays in the child
       });
       const info = engine.info();
       const server = await startOpenAIServer({ engine, host: o.host, port: Number(o.port), ...(o.name ? { modelId: o.name } : {}) });
       if (info.fallbackReason) console.error(`warning: ${info.fallbackReason}; running on ${info.device}`);
-      console.log(`serving ${info.model} (device ${info.device}, dtype ${JSON.stringify(info.dtype)}) at ${server.url}`);
+      console.log(`serving ${info.model} (device ${info.device}, dtype ${JSON.stringify(info.dtype)}, threads ${info.threads === 0 ? 'ORT default' : info.threads}) at ${server.url}`);
       const stop = async () => {
         await server.close();
         await engine.dispose();

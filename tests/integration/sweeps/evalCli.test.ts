@@ -220,4 +220,19 @@ describe('loupe run', () => {
     expect((await fsp.stat(crop)).size).toBeGreaterThan(0);
     expect(r.stdout).toMatch(/stop: answer\nanswer: .*\\boxed\{/);
   }, 120_000);
+
+  it('runs a local model on the threads asked for, 1 by default for a small one, and refuses 0', async () => {
+    const s = bench[0]!;
+    const runWs = path.join(tmp, 'ws-threads');
+    const args = ['run', '--model', TINY_MODEL, '--image', s.media.images![0]!, '--workspace', runWs, '--max-tokens', '4', '--max-calls', '0'];
+    const auto = await runCli([...args, s.question]);
+    expect(auto.code, auto.stderr).toBe(0);
+    expect(auto.stdout).toMatch(/^model .* \(local, cpu, 1 thread\), dialect/m);
+    const two = await runCli([...args, '--threads', '2', s.question]);
+    expect(two.code, two.stderr).toBe(0);
+    expect(two.stdout).toMatch(/^model .* \(local, cpu, 2 threads\), dialect/m);
+    const zero = await runCli([...args, '--threads', '0', s.question]);
+    expect(zero.code).not.toBe(0);
+    expect(zero.stderr).toContain('--threads must be an integer ≥ 1, got "0"');
+  }, 120_000);
 });
