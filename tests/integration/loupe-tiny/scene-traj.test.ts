@@ -13,7 +13,7 @@
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,6 +50,20 @@ interface Rec {
   kind: string;
   ids: number[];
   spans: number[][];
+}
+
+/** train.py from the tiny model for 2 CPU steps of 4 on the prepared data, half of each batch drawn fresh from SYNTH. */
+function trainTwoSteps(out: string, extra: string[]): SpawnSyncReturns<string> {
+  const python = requirePython(['torch', 'numpy', 'PIL']);
+  return spawnSync(
+    python,
+    [
+      'models/loupe-tiny/train.py', '--data', PREP, '--scenes', SYNTH, '--scene-frac', '0.5', '--scene-workers', '2',
+      '--fresh-from', TOK, '--tok', TOK, '--device', 'cpu', '--max-steps', '2', '--bs', '4', '--export', 'none',
+      '--crop-eval', '1', '--read-eval', '1', '--log-every', '1', '--out', out, ...extra,
+    ],
+    { cwd: ROOT, encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } },
+  );
 }
 
 function check(python: string, prep: string): { status: number | null; rep: Report; log: string } {
@@ -142,17 +156,8 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
   }, 120_000);
 
   it('train.py --scenes: 2 CPU steps with 2 fresh trajectories of every batch of 4, videos on one step, images on the other', () => {
-    const python = requirePython(['torch', 'numpy', 'PIL']);
     const out = path.join(tmp, 'run');
-    const r = spawnSync(
-      python,
-      [
-        'models/loupe-tiny/train.py', '--data', PREP, '--scenes', SYNTH, '--scene-frac', '0.5', '--scene-video-frac', '0.5', '--scene-workers', '2',
-        '--fresh-from', TOK, '--tok', TOK, '--device', 'cpu', '--max-steps', '2', '--bs', '4', '--export', 'none',
-        '--crop-eval', '1', '--read-eval', '1', '--aux-digit', '1', '--aux-digit-layer', '1', '--log-every', '1', '--out', out,
-      ],
-      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } },
-    );
+    const r = trainTwoSteps(out, ['--scene-video-frac', '0.5', '--aux-digit', '1', '--aux-digit-layer', '1']);
     const log = `${r.stdout}\n${r.stderr}`;
     expect(r.status, log.slice(-6000)).toBe(0);
     const m = /^fresh zoom trajectories: (\d+) scenes from 1 folder\(s\) .*, 2 of every batch of 4$/m.exec(r.stdout);
@@ -177,19 +182,9 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
   }, 300_000);
 
   it('train.py --video-pointer: 2 CPU video steps, the crop-turn pointer losses logged and finite', () => {
-    const python = requirePython(['torch', 'numpy', 'PIL']);
     const out = path.join(tmp, 'run-video-pointer');
-    const r = spawnSync(
-      python,
-      [
-        'models/loupe-tiny/train.py', '--data', PREP, '--scenes', SYNTH, '--scene-frac', '0.5', '--scene-video-frac', '1', '--scene-workers', '2',
-        '--fresh-from', TOK, '--tok', TOK, '--device', 'cpu', '--max-steps', '2', '--bs', '4', '--export', 'none',
-        '--crop-eval', '1', '--read-eval', '1', '--log-every', '1', '--out', out,
-        // the tiny random model has 2 text layers: the pointer's layer must be 0 or 1
-        '--video-pointer', '1', '--aux-attn-layer', '1', '--aux-read', '1', '--aux-target', '1', '--box-weight', '3',
-      ],
-      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } },
-    );
+    // the tiny random model has 2 text layers: the pointer's layer must be 0 or 1
+    const r = trainTwoSteps(out, ['--scene-video-frac', '1', '--video-pointer', '1', '--aux-attn-layer', '1', '--aux-read', '1', '--aux-target', '1', '--box-weight', '3']);
     const log = `${r.stdout}\n${r.stderr}`;
     expect(r.status, log.slice(-6000)).toBe(0);
     // both prepared frames-zoom trajectories (the call box's centre: they carry no target box) get a crop-turn target
