@@ -11,6 +11,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Core } from '../core';
 import type { WireMessage } from '../../app/contract';
 import { checkAccess, newToken, type AccessPolicy } from './security';
+import { parseCallFrame, WS_MAX_MESSAGE_BYTES } from './wire';
 
 export interface ServerOptions {
   core: Core;
@@ -187,7 +188,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
   }
 
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
+  // UTF-8 is checked in parseCallFrame so a bad frame gets an answer instead of closing the connection.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_MESSAGE_BYTES, skipUTF8Validation: true });
   server.on('upgrade', (req, socket, head) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const verdict = url.pathname === '/ws' ? verdictFor(req, url) : ({ ok: false, status: 403, reason: 'not found' } as const);
@@ -204,27 +206,27 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const off = opts.core.onEvent((event, payload) => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'event', event, payload } satisfies WireMessage));
     });
+    const reply = (msg: WireMessage) => {
+      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
+    };
     ws.on('close', () => {
       off();
       sockets.delete(ws);
     });
-    ws.on('message', (data) => {
-      let msg: unknown;
-      try {
-        msg = JSON.parse(String(data));
-      } catch {
-        ws.send(JSON.stringify({ type: 'result', id: -1, ok: false, error: { code: 'invalid_payload', message: 'message is not JSON' } } satisfies WireMessage));
+    // A protocol error on this socket (a frame over the limit) closes this client only: `ws` has already started
+    // the close handshake with 1009. Without a listener the 'error' event would take the whole server down.
+    ws.on('error', () => undefined);
+    ws.on('message', (data, isBinary) => {
+      const frame = parseCallFrame(data, isBinary);
+      if (!frame.ok) {
+        reply({ type: 'result', id: frame.id, ok: false, error: frame.error });
         return;
       }
-      const m = msg as Partial<{ type: string; id: number; method: string; payload: unknown }>;
-      const id = typeof m.id === 'number' ? m.id : -1;
-      if (m.type !== 'call') {
-        ws.send(JSON.stringify({ type: 'result', id, ok: false, error: { code: 'invalid_payload', message: 'expected {type:"call", id, method, payload}' } } satisfies WireMessage));
-        return;
-      }
-      void opts.core.dispatch(m.method, m.payload).then((reply) => {
-        if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'result', id, ...reply } as WireMessage));
-      });
+      const { id, method, payload } = frame.call;
+      void opts.core.dispatch(method, payload).then(
+        (r) => reply({ type: 'result', id, ...r } as WireMessage),
+        (err: unknown) => reply({ type: 'result', id, ok: false, error: { code: 'handler_error', message: err instanceof Error ? err.message : String(err) } }),
+      );
     });
   });
 
