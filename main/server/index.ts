@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Core } from '../core';
 import type { WireMessage } from '../../app/contract';
-import { checkAccess, newToken, type AccessPolicy } from './security';
+import { checkAccess, newToken, parseAllowedOrigin, type AccessPolicy } from './security';
 import { parseCallFrame, WS_MAX_MESSAGE_BYTES } from './wire';
 
 export interface ServerOptions {
@@ -20,6 +20,8 @@ export interface ServerOptions {
   /** Folder with the built renderer (index.html + assets). */
   rendererDir: string;
   token?: string;
+  /** Origins of remote pages allowed in (`--allow-origin`), e.g. http://gpu-box.lab:8765; each a bare origin. */
+  allowOrigins?: string[];
 }
 
 export interface RunningServer {
@@ -51,11 +53,20 @@ export const UPLOAD_LIMIT = 64 * 1024 * 1024;
 
 const CSP = "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
+/** A URL component decoded, or null for a malformed `%` escape (a path gets 400, a cookie counts as no token). */
+function decodePath(p: string): string | null {
+  try {
+    return decodeURIComponent(p);
+  } catch {
+    return null;
+  }
+}
+
 function cookieToken(header: string | undefined): string | null {
   if (!header) return null;
   for (const part of header.split(';')) {
     const [k, v] = part.trim().split('=');
-    if (k === 'loupe_token' && v) return decodeURIComponent(v);
+    if (k === 'loupe_token' && v) return decodePath(v);
   }
   return null;
 }
@@ -64,7 +75,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const host = opts.host ?? '127.0.0.1';
   const allowRemote = opts.host !== undefined && opts.host !== '127.0.0.1' && opts.host !== 'localhost' && opts.host !== '::1';
   const token = opts.token ?? newToken();
-  const policy: AccessPolicy = { token, allowedOrigins: new Set(), allowedHosts: new Set(), allowRemote };
+  const policy: AccessPolicy = { token, allowedOrigins: new Set((opts.allowOrigins ?? []).map(parseAllowedOrigin)), allowedHosts: new Set(), allowRemote };
   const sockets = new Set<WebSocket>();
 
   const server = http.createServer((req, res) => {
@@ -83,8 +94,19 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     });
 
   async function handleHttp(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
     const baseHeaders = { 'content-security-policy': CSP, 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      res.writeHead(400, { ...baseHeaders, 'content-type': 'text/plain' }).end('malformed request URL');
+      return;
+    }
+    const pathname = decodePath(url.pathname);
+    if (pathname === null) {
+      res.writeHead(400, { ...baseHeaders, 'content-type': 'text/plain' }).end('malformed % escape in the URL path');
+      return;
+    }
     if (req.method === 'POST' && url.pathname === '/upload') {
       await handleUpload(req, res, url, baseHeaders);
       return;
@@ -99,13 +121,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         res.writeHead(verdict.status, { ...baseHeaders, 'content-type': 'text/plain' }).end(verdict.reason);
         return;
       }
-      const file = opts.core.mediaPath(decodeURIComponent(url.pathname.slice('/media/'.length)));
-      if (!file || !fs.existsSync(file)) {
+      const file = opts.core.mediaPath(pathname.slice('/media/'.length));
+      // Only regular files that Loupe wrote: a symlink planted in media/ could point anywhere, so it is not followed.
+      const stat = file ? await fs.promises.lstat(file).catch(() => null) : null;
+      const handle = stat?.isFile() ? await fs.promises.open(file!, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0)).catch(() => null) : null;
+      if (!handle) {
         res.writeHead(404, baseHeaders).end('no such media');
         return;
       }
-      res.writeHead(200, { ...baseHeaders, 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'private, max-age=31536000, immutable' });
-      fs.createReadStream(file).pipe(res);
+      res.writeHead(200, { ...baseHeaders, 'content-type': MIME[path.extname(file!)] ?? 'application/octet-stream', 'cache-control': 'private, max-age=31536000, immutable' });
+      handle.createReadStream().pipe(res);
       return;
     }
     // Static renderer files carry no data; still apply the loopback/Host rules.
@@ -114,7 +139,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       res.writeHead(403, { ...baseHeaders, 'content-type': 'text/plain' }).end(verdict.reason);
       return;
     }
-    const rel = path.normalize(decodeURIComponent(url.pathname)).replace(/^(\.\.[/\\])+/, '');
+    const rel = path.normalize(pathname).replace(/^(\.\.[/\\])+/, '');
     let file = path.join(opts.rendererDir, rel);
     if (!file.startsWith(path.resolve(opts.rendererDir)) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
       file = path.join(opts.rendererDir, 'index.html');
@@ -191,7 +216,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // UTF-8 is checked in parseCallFrame so a bad frame gets an answer instead of closing the connection.
   const wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_MESSAGE_BYTES, skipUTF8Validation: true });
   server.on('upgrade', (req, socket, head) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+      return;
+    }
     const verdict = url.pathname === '/ws' ? verdictFor(req, url) : ({ ok: false, status: 403, reason: 'not found' } as const);
     if (!verdict.ok) {
       socket.write(`HTTP/1.1 ${verdict.status} ${verdict.status === 401 ? 'Unauthorized' : 'Forbidden'}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${verdict.reason}`);

@@ -18,6 +18,8 @@ export interface BrowserModeOptions {
   port?: number;
   workspace?: string;
   open?: boolean;
+  /** Remote page origins let in when listening beyond loopback (`--allow-origin`, repeatable). */
+  allowOrigins?: string[];
 }
 
 /** Start browser mode: core + server; open an app window when a display exists, else print the URL. */
@@ -27,7 +29,7 @@ export async function runBrowserMode(opts: BrowserModeOptions): Promise<void> {
     throw new Error(`the renderer is not built (${path.relative(process.cwd(), rendererDir) || rendererDir} is missing): run \`npm run build\` first`);
   }
   const core = await createCore({ workspace: opts.workspace, transport: 'browser' });
-  const server = await startServer({ core, host: opts.host, port: opts.port, rendererDir });
+  const server = await startServer({ core, host: opts.host, port: opts.port, rendererDir, ...(opts.allowOrigins?.length ? { allowOrigins: opts.allowOrigins } : {}) });
   process.stdout.write(`Loupe (browser mode) is running.\n  open: ${server.openUrl}\n  workspace: ${core.workspace}\n`);
   const display = process.env.DISPLAY || process.env.WAYLAND_DISPLAY || process.platform === 'darwin' || process.platform === 'win32';
   const browser = findBrowser();
@@ -55,7 +57,9 @@ export function register(program: Command): void {
     .option('--port <port>', 'port (default: a free one)', (v) => Number.parseInt(v, 10))
     .option('--workspace <dir>', 'workspace folder (runs, media, labels, settings)')
     .option('--no-open', 'do not open a browser window')
-    .action(async (o: { host?: string; port?: number; workspace?: string; open: boolean }) => {
-      await runBrowserMode(o);
+    .option('--allow-origin <origin>', 'with --host: let a browser at this origin in, e.g. http://gpu-box.lab:8765 (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
+    .action(async (o: { host?: string; port?: number; workspace?: string; open: boolean; allowOrigin: string[] }) => {
+      const { allowOrigin, ...rest } = o;
+      await runBrowserMode({ ...rest, allowOrigins: allowOrigin });
     });
 }
