@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Core } from '../core';
 import type { WireMessage } from '../../app/contract';
-import { checkAccess, newToken, parseAllowedOrigin, type AccessPolicy } from './security';
+import { checkAccess, newToken, parseAllowedOrigin, tokenMatches, type AccessPolicy } from './security';
 import { parseCallFrame, WS_MAX_MESSAGE_BYTES } from './wire';
 
 export interface ServerOptions {
@@ -30,8 +30,17 @@ export interface RunningServer {
   openUrl: string;
   token: string;
   port: number;
+  /**
+   * A page for a browser to open instead of the token URL, as Jupyter does: a 0600 file in a private folder whose
+   * only content is a redirect to a one-time login code, so neither the token nor a usable code is ever in the
+   * browser's command line (`ps` shows argv to every local user). The code is spent on first use and the file removed.
+   */
+  writeLoginFile(): Promise<string>;
   close(): Promise<void>;
 }
+
+/** How long a login code from `writeLoginFile` stays valid. */
+const LOGIN_CODE_TTL_MS = 2 * 60 * 1000;
 
 const MIME: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -77,6 +86,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const token = opts.token ?? newToken();
   const policy: AccessPolicy = { token, allowedOrigins: new Set((opts.allowOrigins ?? []).map(parseAllowedOrigin)), allowedHosts: new Set(), allowRemote };
   const sockets = new Set<WebSocket>();
+  /** One-time login codes → their file (removed when the code is spent) and expiry. */
+  const loginCodes = new Map<string, { file: string; expires: number }>();
+  let loginDir: string | null = null;
 
   const server = http.createServer((req, res) => {
     void handleHttp(req, res).catch((err: unknown) => {
@@ -113,6 +125,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, baseHeaders).end();
+      return;
+    }
+    if (pathname === '/login') {
+      handleLogin(req, res, url, baseHeaders);
       return;
     }
     if (url.pathname.startsWith('/media/')) {
@@ -156,6 +172,26 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
     res.writeHead(200, headers);
     fs.createReadStream(file).pipe(res);
+  }
+
+  /** Spend a one-time code from the login file: redirect to the token URL (which the renderer then strips). */
+  function handleLogin(req: http.IncomingMessage, res: http.ServerResponse, url: URL, baseHeaders: Record<string, string>): void {
+    const text = { ...baseHeaders, 'content-type': 'text/plain', 'cache-control': 'no-store' };
+    // Loopback/Host/Origin rules as for any page; the code stands in for the token.
+    const verdict = checkAccess(policy, { remoteAddress: req.socket.remoteAddress, host: req.headers.host, origin: req.headers.origin, token });
+    if (!verdict.ok) {
+      res.writeHead(verdict.status, text).end(verdict.reason);
+      return;
+    }
+    const code = url.searchParams.get('code') ?? '';
+    const entry = [...loginCodes.entries()].find(([c]) => tokenMatches(c, code));
+    if (!entry || entry[1].expires < Date.now()) {
+      res.writeHead(401, text).end('this login link was already used or has expired: open the URL Loupe printed (it carries ?token=…)');
+      return;
+    }
+    loginCodes.delete(entry[0]);
+    void fs.promises.rm(entry[1].file, { force: true });
+    res.writeHead(302, { ...text, location: `/?token=${token}`, 'set-cookie': `loupe_token=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/` }).end();
   }
 
   /**
@@ -277,7 +313,19 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     openUrl: `${url}/?token=${token}`,
     token,
     port,
+    async writeLoginFile() {
+      loginDir ??= await fs.promises.mkdtemp(path.join(os.tmpdir(), 'loupe-login-'));
+      const code = newToken();
+      const file = path.join(loginDir, `open-${code.slice(0, 8)}.html`);
+      const target = `${url}/login?code=${code}`;
+      const html = `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${target}"><title>Loupe</title><script>location.replace(${JSON.stringify(target)})</script><p><a href="${target}">Open Loupe</a></p>\n`;
+      // wx: never write through a file someone placed there; 0600: only this user can read the code.
+      await fs.promises.writeFile(file, html, { mode: 0o600, flag: 'wx' });
+      loginCodes.set(code, { file, expires: Date.now() + LOGIN_CODE_TTL_MS });
+      return file;
+    },
     async close() {
+      if (loginDir) await fs.promises.rm(loginDir, { recursive: true, force: true });
       for (const ws of sockets) ws.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       await new Promise<void>((resolve) => server.close(() => resolve()));

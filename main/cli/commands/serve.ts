@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { createCore } from '../../core';
 import { startServer } from '../../server';
 import { repoRoot } from '../../core/repoRoot';
@@ -34,7 +35,9 @@ export async function runBrowserMode(opts: BrowserModeOptions): Promise<void> {
   const display = process.env.DISPLAY || process.env.WAYLAND_DISPLAY || process.platform === 'darwin' || process.platform === 'win32';
   const browser = findBrowser();
   if (opts.open !== false && display && browser) {
-    const child = spawn(browser, [`--app=${server.openUrl}`, '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'], { stdio: 'ignore', detached: true });
+    // Not the token URL: argv is visible to every local user in ps. The browser opens a private one-time login file.
+    const loginFile = await server.writeLoginFile();
+    const child = spawn(browser, [`--app=${pathToFileURL(loginFile).href}`, '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'], { stdio: 'ignore', detached: true });
     child.on('error', () => process.stdout.write('  (could not open a browser window; open the URL above)\n'));
     child.unref();
   } else {
