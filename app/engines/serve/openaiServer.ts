@@ -49,9 +49,11 @@ export interface RequestLimits {
   maxPixels: number;
   /** Most requests one client may have waiting for the engine. */
   maxQueuedPerClient: number;
+  /** Most images in one request (each is decoded and resized by the engine). */
+  maxImages: number;
 }
 
-export const DEFAULT_LIMITS: RequestLimits = { maxTokens: 32768, maxPixels: 16384 * 28 * 28, maxQueuedPerClient: 64 };
+export const DEFAULT_LIMITS: RequestLimits = { maxTokens: 32768, maxPixels: 16384 * 28 * 28, maxQueuedPerClient: 64, maxImages: 256 };
 
 export interface OpenAIServer {
   url: string;
@@ -149,6 +151,7 @@ async function parseRequest(body: Json, cache: MediaCache, roots: string[], limi
   const msgs = body.messages;
   if (!Array.isArray(msgs) || msgs.length === 0) throw new HttpError(400, 'messages: must be a non-empty array');
   const messages: ChatMessage[] = [];
+  let images = 0;
   for (const [i, m] of msgs.entries()) {
     if (!isObject(m)) throw new HttpError(400, `messages[${i}]: expected an object {role, content}, got ${m === null ? 'null' : Array.isArray(m) ? 'an array' : typeof m}`);
     const role = m.role;
@@ -165,6 +168,7 @@ async function parseRequest(body: Json, cache: MediaCache, roots: string[], limi
           if (p.text !== undefined && typeof p.text !== 'string') throw new HttpError(400, `${where}.text: expected a string`);
           content.push({ type: 'text', text: p.text ?? '' });
         } else if (p.type === 'image_url') {
+          if (++images > limits.maxImages) throw new HttpError(400, `${where}: more than ${limits.maxImages} images in one request`);
           const u = isObject(p.image_url) ? p.image_url.url : p.image_url;
           if (typeof u !== 'string') throw new HttpError(400, `${where}.image_url.url: missing`);
           content.push({ type: 'image', image: await imageFrom(u, cache, roots, where, used) });
@@ -283,7 +287,12 @@ export async function startOpenAIServer(opts: OpenAIServerOptions): Promise<Open
   const server = http.createServer((rq, res) => {
     void (async () => {
       try {
-        const url = new URL(rq.url ?? '/', 'http://x');
+        let url: URL;
+        try {
+          url = new URL(rq.url ?? '/', 'http://x');
+        } catch {
+          throw new HttpError(400, 'malformed request URL');
+        }
         // A page on another site may send "simple" requests (text/plain POSTs) without a preflight: refuse any
         // Origin not named, before reading anything.
         const origin = rq.headers.origin;

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ScriptedEngine } from '../../../app/agent/scriptedEngine';
@@ -122,6 +123,20 @@ describe('serve-model: access', () => {
       expect(r.body.error!.message, JSON.stringify(body)).toMatch(field);
       expect(r.body.error!.message).not.toMatch(/TypeError|Cannot read/);
     }
+  });
+
+  it('answers a malformed request line with 400 and too many images with 400', async () => {
+    const raw = await new Promise<string>((resolve, reject) => {
+      const sock = net.connect(server.port, '127.0.0.1', () => sock.end(`GET //[ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${server.apiKey}\r\nConnection: close\r\n\r\n`));
+      let got = '';
+      sock.on('data', (d) => (got += d));
+      sock.on('end', () => resolve(got));
+      sock.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400/);
+    const many = await post(server, ask(Array.from({ length: 257 }, () => ({ type: 'image_url', image_url: { url: dataUrl(PNG) } }))));
+    expect(many.status).toBe(400);
+    expect(many.body.error!.message).toMatch(/256 images/);
   });
 
   it('answers a body over the limit with 413, not a reset connection', async () => {
