@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
-import { CHROMIUM, ROOT, tempWorkspace } from './harness';
+import { CHROMIUM, RESULTS, ROOT, tempWorkspace } from './harness';
 
 /** argv of every running process whose command line mentions `marker` (the browser's own profile folder). */
 function processesWith(marker: string): Array<{ pid: number; cmdline: string }> {
@@ -90,6 +90,12 @@ describe('loupe serve opens the app window without the token in argv', () => {
     const page = await until(() => browser!.contexts().flatMap((c) => c.pages()).find((p) => p.url().startsWith(`${origin}/`)), 30_000, 'the app page');
     const cookies = await page.context().cookies(origin);
     expect(cookies.find((c) => c.name === 'loupe_token')?.value).toBe(token);
+    // The app itself took the token (and removed it from the address bar), and drew its shell.
+    await until(async () => (await page.evaluate(() => sessionStorage.getItem('loupe.token'))) === token, 30_000, 'the renderer to keep the token');
+    await until(() => !page.url().includes(token), 10_000, 'the token to leave the address bar');
+    await page.locator('nav, header, main').first().waitFor({ timeout: 30_000 });
+    fs.mkdirSync(RESULTS, { recursive: true });
+    await page.screenshot({ path: path.join(RESULTS, 'browser-launch-login-file.png') });
 
     // Every process of that browser, renderers and helpers included: no token, no code.
     for (const p of processesWith(profile)) {
