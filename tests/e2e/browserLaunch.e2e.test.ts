@@ -2,15 +2,17 @@
  * `loupe serve` opening its app window: the token must not be in the browser's command line, which every local user
  * can read (`ps`, /proc/PID/cmdline). The real command runs as a child process with a display set and LOUPE_BROWSER
  * pointing at a wrapper that starts Debian's Chromium headless with a DevTools port; the test then reads the argv of
- * every process of that browser and follows the window over CDP until the app has its token.
+ * every process of that browser and follows the window over CDP until the app has its token. Also: the app opened
+ * through a tunnel on another local port (the README's remote recipe) in Chromium.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
-import { CHROMIUM, RESULTS, ROOT, tempWorkspace } from './harness';
+import { CHROMIUM, RESULTS, ROOT, launchBrowser, newPage, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
 
 /** argv of every running process whose command line mentions `marker` (the browser's own profile folder). */
 function processesWith(marker: string): Array<{ pid: number; cmdline: string }> {
@@ -106,5 +108,41 @@ describe('loupe serve opens the app window without the token in argv', () => {
     await until(() => !fs.existsSync(loginFile), 10_000, 'the login file to be removed');
     const again = await fetch(`${origin}/login?code=${code}`, { redirect: 'manual' });
     expect(again.status).toBe(401);
+  });
+});
+
+describe('browser mode through an SSH-style tunnel on another local port, in Chromium', () => {
+  let app: AppProcess | null = null;
+  let browser: Browser | null = null;
+  let tunnel: net.Server | null = null;
+  const conns = new Set<net.Socket>();
+  afterAll(async () => {
+    await browser?.close();
+    for (const c of conns) c.destroy();
+    tunnel?.close();
+    await app?.stop();
+  });
+
+  it('opens the app at localhost:OTHER_PORT and talks to the core over the WebSocket', async () => {
+    app = await startApp(tempWorkspace('loupe-tunnel-'));
+    const target = Number(new URL(app.url).port);
+    // What `ssh -L OTHER_PORT:127.0.0.1:PORT` does on the server's side: loopback connections to the real port.
+    tunnel = net.createServer((inbound) => {
+      const out = net.connect(target, '127.0.0.1');
+      conns.add(inbound).add(out);
+      inbound.pipe(out).pipe(inbound);
+      inbound.on('error', () => out.destroy());
+      out.on('error', () => inbound.destroy());
+    });
+    await new Promise<void>((r) => tunnel!.listen(0, '127.0.0.1', r));
+    const port = (tunnel.address() as net.AddressInfo).port;
+    browser = await launchBrowser();
+    const { page, errors } = await newPage(browser);
+    await page.goto(`http://localhost:${port}/?token=${app.token}`);
+    // The status bar shows the workspace only after app:info came back over the WebSocket.
+    await page.getByText(`workspace: ${app.workspace}`).waitFor({ timeout: 30_000 });
+    await screenshot(page, 'browser-mode-via-tunnel');
+    expect(page.url()).toBe(`http://localhost:${port}/`);
+    expect(errors).toEqual([]);
   });
 });
