@@ -7,7 +7,7 @@
  * pixels, tokens, sampling) with 4xx errors naming the field, and take turns on the engine fairly across clients.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdtemp, realpath, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, readFile, realpath, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -132,6 +132,34 @@ async function imageFrom(url: string, cache: MediaCache, roots: string[], where:
   throw new HttpError(400, `${where}: image_url must be a data: URL or a local file under an allowed image root (no downloads)`);
 }
 
+const MEDIA_DIR_PREFIX = 'loupe-serve-media-';
+/** The pid of the server that owns a private media folder, so a later server can tell a killed one's leftovers. */
+const OWNER_FILE = '.owner-pid';
+
+/**
+ * Remove this user's media folders left by servers that were killed before they could clean up (their owner pid is
+ * gone). Only folders (not symlinks) owned by this user, with an owner file, are touched.
+ */
+async function removeStaleMediaDirs(): Promise<void> {
+  const uid = process.getuid?.();
+  const names = await readdir(os.tmpdir()).catch(() => [] as string[]);
+  for (const n of names) {
+    if (!n.startsWith(MEDIA_DIR_PREFIX)) continue;
+    const dir = path.join(os.tmpdir(), n);
+    const st = await lstat(dir).catch(() => null);
+    if (!st?.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
+    const pid = Number((await readFile(path.join(dir, OWNER_FILE), 'utf8').catch(() => '')).trim());
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
+    let alive = true;
+    try {
+      process.kill(pid, 0);
+    } catch (e) {
+      alive = (e as NodeJS.ErrnoException).code === 'EPERM';
+    }
+    if (!alive) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
 async function evict(cache: MediaCache): Promise<void> {
   if (cache.bytes <= cache.maxBytes) return;
   const old = [...cache.written.entries()].filter(([id]) => !cache.inUse.has(id)).sort((a, b) => a[1].used - b[1].used);
@@ -251,7 +279,9 @@ export async function startOpenAIServer(opts: OpenAIServerOptions): Promise<Open
   const modelId = opts.modelId ?? path.basename(engine.info().model);
   // A private folder per server (mkdtemp: 0700, this user's), not one shared /tmp path every user can write to.
   const ownMediaDir = opts.mediaDir === undefined;
-  const mediaDir = opts.mediaDir ?? (await mkdtemp(path.join(os.tmpdir(), 'loupe-serve-media-')));
+  if (ownMediaDir) await removeStaleMediaDirs();
+  const mediaDir = opts.mediaDir ?? (await mkdtemp(path.join(os.tmpdir(), MEDIA_DIR_PREFIX)));
+  if (ownMediaDir) await writeFile(path.join(mediaDir, OWNER_FILE), String(process.pid), { mode: 0o600 });
   const cache: MediaCache = { dir: mediaDir, written: new Map(), bytes: 0, maxBytes: MEDIA_CACHE_BYTES, inUse: new Map() };
   const roots = await Promise.all((opts.imageRoots ?? []).map(async (r) => path.resolve(await realpath(r).catch(() => r))));
   const allowOrigins = new Set(opts.allowOrigins ?? []);

@@ -182,6 +182,24 @@ describe('serve-model: media cache', () => {
     expect(fs.existsSync(dir)).toBe(false);
   });
 
+  it('removes the folders of servers that were killed before cleaning up, and no others', async () => {
+    const dead = spawn(process.execPath, ['-e', '0']);
+    const deadPid = await new Promise<number>((r) => dead.on('exit', () => r(dead.pid!)));
+    const stale = fs.mkdtempSync(path.join(os.tmpdir(), 'loupe-serve-media-'));
+    fs.writeFileSync(path.join(stale, '.owner-pid'), String(deadPid));
+    fs.writeFileSync(path.join(stale, `${'e'.repeat(64)}.png`), 'old');
+    const live = fs.mkdtempSync(path.join(os.tmpdir(), 'loupe-serve-media-'));
+    fs.writeFileSync(path.join(live, '.owner-pid'), String(process.ppid));
+    const server = await startOpenAIServer({ engine: new ScriptedEngine([]) });
+    try {
+      expect(fs.existsSync(stale)).toBe(false);
+      expect(fs.existsSync(live)).toBe(true);
+    } finally {
+      await server.close();
+      fs.rmSync(live, { recursive: true, force: true });
+    }
+  });
+
   it('never trusts a planted file of the same size at the cached name', async () => {
     const engine = new ScriptedEngine(['a', 'b']);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loupe-shared-media-'));
