@@ -13,6 +13,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { CHROMIUM, RESULTS, ROOT, launchBrowser, newPage, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
+import { describeIf } from '../support/requirements';
+
+/** Reading another process's argv (what `ps` shows) needs Linux's /proc. */
+const HAS_PROC = fs.existsSync('/proc/self/cmdline');
+const NEEDS_PROC = { what: '/proc (Linux)', reason: 'this check reads /proc/PID/cmdline, as ps does; run it on Linux', provisioned: false };
 
 /** argv of every running process whose command line mentions `marker` (the browser's own profile folder). */
 function processesWith(marker: string): Array<{ pid: number; cmdline: string }> {
@@ -40,7 +45,7 @@ async function until<T>(f: () => T | null | undefined | Promise<T | null | undef
   }
 }
 
-describe('loupe serve opens the app window without the token in argv', () => {
+describeIf(HAS_PROC, NEEDS_PROC, 'loupe serve opens the app window without the token in argv', () => {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'loupe-browser-profile-'));
   let serve: ChildProcess | null = null;
   let browser: Browser | null = null;

@@ -18,6 +18,11 @@ import { LocalEngine } from '../../../app/engines/local/localEngine';
 import { startOpenAIServer, type OpenAIServer } from '../../../app/engines/serve/openaiServer';
 import { workerThreadTransportFactory } from '../../../native/engine/workerThreadTransport';
 import { TINY_DIR } from './parityFixture';
+import { describeIf } from '../../support/requirements';
+
+/** Reading another process's argv (what `ps` shows) needs Linux's /proc. */
+const HAS_PROC = fs.existsSync('/proc/self/cmdline');
+const NEEDS_PROC = { what: '/proc (Linux)', reason: 'this check reads /proc/PID/cmdline, as ps does; run it on Linux', provisioned: false };
 
 const REPO = path.resolve(TINY_DIR, '..', '..');
 const GLASS = path.join(REPO, 'tests', 'fixtures', 'images', 'animate_glass.jpg');
@@ -244,7 +249,7 @@ describe('serve-model: fair turns across clients', () => {
   });
 });
 
-describe('loupe serve-model (the command)', () => {
+describeIf(HAS_PROC, NEEDS_PROC, 'loupe serve-model (the command)', () => {
   const children: ChildProcess[] = [];
   afterAll(() => {
     for (const c of children) c.kill('SIGTERM');
