@@ -1,11 +1,23 @@
 /**
- * Turns for a shared engine, fair across clients: each client has its own FIFO, and a free slot goes to the next
- * client in rotation, so a client with many (or long) requests queued cannot hold back a client with one.
+ * Turns for a shared engine, fair across clients (start-time fair queuing): each request is tagged one past the later
+ * of its client's previous tag and the tag of the last request started, and the smallest tag goes next. A client
+ * with many (or long) requests queued cannot hold back one that arrives later: the newcomer's tag lands right after
+ * the request now running, ahead of the backlog. Ties go to the client that has had fewer turns.
  */
+interface Waiting {
+  client: string;
+  tag: number;
+  seq: number;
+  start: () => void;
+}
+
 export class FairQueue {
-  private readonly waiting = new Map<string, Array<() => void>>();
-  /** Clients with something waiting, in the order they get their next turn. */
-  private readonly rotation: string[] = [];
+  private readonly waiting: Waiting[] = [];
+  private readonly lastTag = new Map<string, number>();
+  private readonly turns = new Map<string, number>();
+  /** Tag of the request started last: the queue's virtual time. */
+  private now = 0;
+  private seq = 0;
   private running = 0;
 
   constructor(
@@ -16,7 +28,9 @@ export class FairQueue {
 
   /** How many requests `client` has waiting (not running). */
   waitingFor(client: string): number {
-    return this.waiting.get(client)?.length ?? 0;
+    let n = 0;
+    for (const w of this.waiting) if (w.client === client) n++;
+    return n;
   }
 
   /**
@@ -25,6 +39,7 @@ export class FairQueue {
    */
   acquire(client: string, signal?: AbortSignal): Promise<() => void> {
     return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
       let released = false;
       const release = () => {
         if (released) return;
@@ -32,47 +47,43 @@ export class FairQueue {
         this.running--;
         this.pump();
       };
-      const start = () => {
-        signal?.removeEventListener('abort', onAbort);
-        this.running++;
-        resolve(release);
+      const tag = Math.max(this.lastTag.get(client) ?? 0, this.now) + 1;
+      this.lastTag.set(client, tag);
+      const entry: Waiting = {
+        client,
+        tag,
+        seq: this.seq++,
+        start: () => {
+          signal?.removeEventListener('abort', onAbort);
+          this.running++;
+          resolve(release);
+        },
       };
       const onAbort = () => {
-        const list = this.waiting.get(client);
-        const i = list?.indexOf(start) ?? -1;
-        if (list && i >= 0) {
-          list.splice(i, 1);
-          if (list.length === 0) this.drop(client);
-        }
+        const i = this.waiting.indexOf(entry);
+        if (i >= 0) this.waiting.splice(i, 1);
         reject(signal?.reason ?? new Error('aborted'));
       };
-      if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
       signal?.addEventListener('abort', onAbort, { once: true });
-      const list = this.waiting.get(client);
-      if (list) list.push(start);
-      else {
-        this.waiting.set(client, [start]);
-        this.rotation.push(client);
-      }
+      this.waiting.push(entry);
       this.pump();
     });
   }
 
-  private drop(client: string): void {
-    this.waiting.delete(client);
-    const i = this.rotation.indexOf(client);
-    if (i >= 0) this.rotation.splice(i, 1);
-  }
-
   private pump(): void {
-    while (this.running < this.slots && this.rotation.length > 0) {
-      const client = this.rotation.shift()!;
-      const list = this.waiting.get(client)!;
-      const next = list.shift()!;
-      // Back of the line for this client's next request.
-      if (list.length > 0) this.rotation.push(client);
-      else this.waiting.delete(client);
-      next();
+    while (this.running < this.slots && this.waiting.length > 0) {
+      let best = 0;
+      for (let i = 1; i < this.waiting.length; i++) {
+        const a = this.waiting[i]!;
+        const b = this.waiting[best]!;
+        const ta = this.turns.get(a.client) ?? 0;
+        const tb = this.turns.get(b.client) ?? 0;
+        if (a.tag < b.tag || (a.tag === b.tag && (ta < tb || (ta === tb && a.seq < b.seq)))) best = i;
+      }
+      const next = this.waiting.splice(best, 1)[0]!;
+      this.now = Math.max(this.now, next.tag);
+      this.turns.set(next.client, (this.turns.get(next.client) ?? 0) + 1);
+      next.start();
     }
   }
 }

@@ -278,24 +278,30 @@ const p = new Command(); register(p); await p.parseAsync(['node', 'loupe', 'serv
     });
   }
 
-  it('prints a generated key, and takes a chosen one from a 0600 file or LOUPE_API_KEY, never from argv', async () => {
+  // Each case starts the command with the tiny model (about 15-20 s on a loaded 2-core machine).
+  const chosen = 'k-' + 'f'.repeat(40);
+
+  it('prints a generated key and wants it', async () => {
     const gen = await start([]);
     const key = /api key: ([0-9a-f]{48})/.exec(gen.out)?.[1];
     expect(key).toBeDefined();
     expect((await fetch(`${gen.url}/models`)).status).toBe(401);
     expect((await fetch(`${gen.url}/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+  }, 150_000);
 
-    const chosen = 'k-' + 'f'.repeat(40);
+  it('takes a chosen key from a 0600 file, never from argv, and does not print it', async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'loupe-key-')), 'key');
     fs.writeFileSync(file, `${chosen}\n`, { mode: 0o600 });
     const fromFile = await start(['--api-key-file', file]);
     expect(fromFile.out).not.toContain(chosen);
     expect(fromFile.cmdline).not.toContain(chosen);
     expect((await fetch(`${fromFile.url}/models`, { headers: { authorization: `Bearer ${chosen}` } })).status).toBe(200);
+  }, 150_000);
 
+  it('takes a chosen key from LOUPE_API_KEY', async () => {
     const fromEnv = await start([], { LOUPE_API_KEY: chosen });
     expect(fromEnv.cmdline).not.toContain(chosen);
     expect((await fetch(`${fromEnv.url}/models`, { headers: { authorization: `Bearer ${chosen}` } })).status).toBe(200);
     expect((await fetch(`${fromEnv.url}/models`)).status).toBe(401);
-  });
+  }, 150_000);
 });
