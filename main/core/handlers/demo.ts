@@ -22,8 +22,8 @@ import type { Engine, EngineDevice, EngineDtype } from '../../../app/engines/typ
 import { buildStoryboard, renderTrajectoryHtml, trajectoryMediaIds } from '../../../app/export';
 import { APP_VERSION } from '../../../app/version';
 import { createImageOps } from '../../../native/image';
-import { childProcessTransportFactory } from '../../../native/engine/childProcessTransport';
-import { repoRoot } from '../repoRoot';
+import { isolatedTransportFactory } from '../../../native/engine/isolatedTransport';
+import { modelsPath } from '../../../app/paths';
 import type { CoreContext } from '../context';
 import { SharpAnimationRenderer } from './demoAnimation';
 
@@ -33,10 +33,10 @@ type RunReq = ReturnType<typeof DemoRunReqSchema.parse>;
 const IMAGE_EXT = new Set(['.jpg', '.jpeg', '.png', '.webp', '.gif', '.bmp', '.tif', '.tiff']);
 const VIDEO_EXT = new Set(['.mp4', '.webm', '.mov', '.avi', '.mkv', '.m4v']);
 const BUNDLED_MODEL = 'tiny-random-qwen25vl';
-/** Models that ship in the checkout (listed without being added). */
+/** Models that ship with the app, under models/ (listed without being added). */
 const BUNDLED: Array<{ id: string; dir: string[]; name: string }> = [
-  { id: BUNDLED_MODEL, dir: ['models', BUNDLED_MODEL], name: `${BUNDLED_MODEL} (bundled test model, random weights)` },
-  { id: 'loupe-tiny', dir: ['models', 'loupe-tiny', 'model'], name: 'loupe-tiny (bundled; zooms onto the target, reads 19 in 20 tags and 3 in 4 ring numbers — see its card)' },
+  { id: BUNDLED_MODEL, dir: [BUNDLED_MODEL], name: `${BUNDLED_MODEL} (bundled test model, random weights)` },
+  { id: 'loupe-tiny', dir: ['loupe-tiny', 'model'], name: 'loupe-tiny (bundled; zooms onto the target, reads 19 in 20 tags and 3 in 4 ring numbers — see its card)' },
 ];
 
 interface Pause {
@@ -126,7 +126,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
   async function bundledEntry(id: string): Promise<ModelEntry | null> {
     const b = BUNDLED.find((x) => x.id === id);
     if (!b) return null;
-    const dir = path.join(repoRoot(), ...b.dir);
+    const dir = modelsPath(...b.dir);
     try {
       await fsp.access(path.join(dir, 'config.json'));
     } catch {
@@ -156,7 +156,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     const started = Date.now();
     const p = (async () => {
       try {
-        const engine = await LocalEngine.start({ transport: childProcessTransportFactory, modelDir: entry.path, device, ...(dtype ? { dtype } : {}), idleMs: 0 });
+        const engine = await LocalEngine.start({ transport: isolatedTransportFactory, modelDir: entry.path, device, ...(dtype ? { dtype } : {}), idleMs: 0 });
         const info = engine.info();
         const dt = typeof info.dtype === 'string' ? info.dtype : info.dtype ? JSON.stringify(info.dtype) : (dtype ?? null);
         const result: LoadedModel = { id, requestedDevice: device, device: info.device ?? null, dtype: dt, ...(info.fallbackReason ? { fallbackReason: info.fallbackReason } : {}), loadMs: Date.now() - started };
@@ -434,7 +434,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     'demo:import': async ({ paths }) => importPaths(paths),
 
     'demo:examples': async () => {
-      const dir = path.join(repoRoot(), 'models', 'loupe-tiny', 'examples');
+      const dir = modelsPath('loupe-tiny', 'examples');
       const text = await fsp.readFile(path.join(dir, 'samples.jsonl'), 'utf8').catch(() => '');
       const out: DemoExample[] = [];
       for (const line of text.split('\n').filter(Boolean)) {
