@@ -151,9 +151,9 @@ describe('the Electron door (production bundles under the Electron harness)', ()
     expect(h.recorder.find('shell.openExternal').map((c) => c.args[0])).toEqual(['https://example.invalid/']);
     // A navigation the page starts itself is held to the same rule.
     await page.evaluate(() => {
-      location.href = 'https://example.invalid/';
+      location.href = 'https://example.invalid/page';
     });
-    await page.waitForTimeout(500);
+    await expect.poll(() => h.recorder.find('WebContents.emit').map((c) => c.args.join(' '))).toContain('will-navigate https://example.invalid/page prevented');
     expect(page.url().startsWith(h.origin)).toBe(true);
     const granted: boolean[] = [];
     for (const perm of ['media', 'geolocation', 'notifications', 'clipboard-read']) h.permissionRequestHandler!(wc, perm, (g) => granted.push(g), {});
@@ -161,5 +161,14 @@ describe('the Electron door (production bundles under the Electron harness)', ()
     expect(h.permissionCheckHandler!(wc, 'media')).toBe(false);
     // The window still works.
     expect((await invoke(page, 'app:info', {})).ok).toBe(true);
+  });
+
+  it('quitting shuts the core down through main (no restart, no kill)', async () => {
+    const core = h.utilities[0]!;
+    await h.close();
+    expect(h.recorder.find('UtilityProcess.postMessage').map((c) => (c.args[0] as { type: string }).type)).toContain('shutdown');
+    expect(core.child.exitCode).toBe(0);
+    expect(h.recorder.find('harness.killCore')).toEqual([]);
+    expect(h.recorder.find('utilityProcess.fork')).toHaveLength(1);
   });
 });

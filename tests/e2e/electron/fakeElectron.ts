@@ -184,6 +184,7 @@ export class FakeWebContents extends EventEmitter implements Pick<E.WebContents,
   fire(event: 'will-navigate' | 'will-redirect' | 'will-attach-webview', url: string): boolean {
     const e = new FakeEvent();
     this.emit(event, e, url);
+    this.r.rec('WebContents.emit', event, url, e.defaultPrevented ? 'prevented' : 'allowed');
     return e.defaultPrevented;
   }
 }
@@ -363,7 +364,8 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
           return route.continue();
         }
         const prevented = wc.fire(request.redirectedFrom() ? 'will-redirect' : 'will-navigate', toAppUrl(request.url()));
-        return prevented ? route.abort('blockedbyclient') : route.continue();
+        // Electron leaves the page as it is when main prevents a navigation; an empty 204 does the same in Chromium.
+        return prevented ? route.fulfill({ status: 204, body: '' }) : route.continue();
       });
       page.on('load', () => {
         wc.url = toAppUrl(page.url());
@@ -392,6 +394,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
   FakeBrowserWindow.host = host;
 
   const safeKey = randomBytes(32);
+  let closed = false;
   const harness: Harness = {
     recorder: r,
     windows,
@@ -404,15 +407,25 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     firstWindow: () => firstWindow,
     origin,
     async close() {
+      if (closed) return;
+      closed = true;
+      // Quit as Electron does: before-quit, the windows close, window-all-closed (main then shuts the core down).
+      fake.app.emit('before-quit', new FakeEvent());
       for (const p of pages) await p.close().catch(() => undefined);
+      fake.app.emit('window-all-closed', new FakeEvent());
       for (const u of utilities) {
-        if (u.child.exitCode === null && u.child.signalCode === null) {
-          await new Promise<void>((res) => {
-            u.child.once('exit', () => res());
-            u.child.kill('SIGTERM');
-          });
-        }
+        if (u.child.exitCode !== null || u.child.signalCode !== null) continue;
+        await new Promise<void>((res) => {
+          u.child.once('exit', () => res());
+          // The core should leave on main's `shutdown`; one that does not is ended here (and recorded).
+          const t = setTimeout(() => {
+            r.rec('harness.killCore', u.pid);
+            u.child.kill('SIGKILL');
+          }, 15_000);
+          u.child.once('exit', () => clearTimeout(t));
+        });
       }
+      server.closeAllConnections();
       await new Promise<void>((res) => server.close(() => res()));
     },
   };
