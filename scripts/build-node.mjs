@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-// Keep in step with WORKER_ENTRIES in app/paths.ts (tests/unit/electron-build.test.ts checks both agree).
+// Keep in step with WORKER_ENTRIES in app/paths.ts (tests/unit/electron/paths.test.ts checks both agree).
 export const WORKERS = {
   engine: 'native/engine/worker.ts',
   image: 'native/image/imageWorker.ts',

@@ -70,6 +70,8 @@ describe('the Electron door (production bundles under the Electron harness)', ()
     const other = await h.protocolHandlers.get('app')!(new Request('app://elsewhere/index.html'));
     expect(other.status).toBe(404);
     await page.getByTestId('nav-demo').waitFor();
+    // The renderer reached the core through window.loupe: the status bar says which door.
+    await page.getByTestId('statusbar').filter({ hasText: 'desktop · ' }).waitFor();
     await screenshot(page, 'electron-window');
   });
 
@@ -122,14 +124,15 @@ describe('the Electron door (production bundles under the Electron harness)', ()
     await page.getByTestId('media-summary').waitFor();
     await expect(page.getByTestId('local-model').inputValue()).resolves.toBe('loupe-tiny');
     await page.getByTestId('run').click();
-    await page.getByTestId('run-status').filter({ hasText: /done|error/ }).waitFor({ timeout: 120_000 });
+    await page.getByTestId('run-status').filter({ hasText: /done|error/ }).waitFor({ timeout: 280_000 });
     await page.getByTestId('crop-step-1').waitFor();
     await expect(page.getByTestId('step-list').textContent()).resolves.toContain('crop_image_normalized');
     // The held-out scene's ring reads 659 (the same answer the browser-mode Demo test checks).
     await expect(page.getByTestId('answer').textContent()).resolves.toContain('\\boxed{659}');
     await screenshot(page, 'electron-demo-loupe-tiny');
     expect(pageErrors).toEqual([]);
-  });
+    // A ceiling for a loaded 2-core machine (one trajectory took 23 s to 119 s here), not a performance target.
+  }, 300_000);
 
   it('the secret store keeps its values under safeStorage, which main holds for the core', async () => {
     const set = await invoke(page, 'training:secretSet', { name: 'harness-token', value: 'not-a-real-secret' });

@@ -6,7 +6,7 @@
  *
  * Real: the main bundle, loaded as Electron loads it (CommonJS, `require('electron')` answered here); the core bundle
  * in its own OS process (`utilityProcess.fork` → a forked Node process, `process.parentPort` emulated by
- * utilityShim.cjs); the renderer and the preload bundle in Chromium (playwright-core); every MessagePort message,
+ * utilityShim.mjs); the renderer and the preload bundle in Chromium (playwright-core); every MessagePort message,
  * which crosses real process and page boundaries.
  * Not real: Electron itself. The `app://loupe` scheme is served to Chromium from an http://127.0.0.1 origin whose
  * every request is answered by main's own `protocol.handle('app')` handler; contextIsolation is approximated by
@@ -21,12 +21,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Module, { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type * as E from 'electron';
 import type { Browser, Page } from 'playwright-core';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const SHIM = path.join(HERE, 'utilityShim.cjs');
+const SHIM = pathToFileURL(path.join(HERE, 'utilityShim.mjs')).href;
 
 export interface Call {
   api: string;
@@ -109,7 +109,7 @@ export class FakeUtilityProcess extends EventEmitter implements Pick<E.UtilityPr
   ) {
     super();
     this.child = fork(modulePath, args, {
-      execArgv: ['--require', SHIM],
+      execArgv: ['--import', SHIM],
       serialization: 'advanced',
       env: { ...process.env, ...(options.env ?? {}), LOUPE_HARNESS_RESOURCES_PATH: resourcesPath },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -187,6 +187,18 @@ describe('packaged layout (electron.config.ts through electron-builder’s file 
     expect([...resources.keys()].filter((f) => /\.(py|ts|sh)$/.test(f) || f.includes('__pycache__'))).toEqual([]);
   });
 
+  it('electron-builder loads electron.config.ts as `npm run dist` does, and its schema accepts it', async () => {
+    const cfgModule = require('app-builder-lib/out/util/config/config.js') as {
+      getConfig(projectDir: string, configPath: string | null, fromOptions: null): Promise<Configuration>;
+      validateConfiguration(c: Configuration, debugLogger: { isEnabled: boolean }): Promise<void>;
+    };
+    const loaded = await cfgModule.getConfig(ROOT, path.join(ROOT, 'electron.config.ts'), null);
+    await expect(cfgModule.validateConfiguration(loaded, { isEnabled: false })).resolves.toBeUndefined();
+    // electron-builder normalises `files` into one file set.
+    expect(loaded.files).toEqual([{ filter: config.files }]);
+    expect(loaded.electronFuses).toEqual(config.electronFuses);
+  });
+
   it('sets the fuses and the targets a user builds with `npm run dist`', () => {
     expect(config.electronFuses).toMatchObject({ runAsNode: false, enableCookieEncryption: true, enableEmbeddedAsarIntegrityValidation: true, onlyLoadAppFromAsar: true, grantFileProtocolExtraPrivileges: false });
     expect(config.linux?.target).toEqual(['AppImage', 'deb']);

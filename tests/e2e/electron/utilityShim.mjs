@@ -1,9 +1,8 @@
 // STAND-IN, part of the Electron harness (tests/e2e/electron/fakeElectron.ts): the one fake this project allows.
-// Loaded with `node --require` into the forked Node process that stands in for Electron's utilityProcess. It gives
+// Loaded with `node --import` into the forked Node process that stands in for Electron's utilityProcess. It gives
 // the core bundle what Electron gives a utility process: `process.parentPort` (messages from and to main, with
 // MessagePorts as `ports`) and `process.resourcesPath`. Ports are carried over the fork's IPC channel by id.
-'use strict';
-const { EventEmitter } = require('node:events');
+import { EventEmitter } from 'node:events';
 
 const ports = new Map();
 
