@@ -21,6 +21,9 @@ let core: UtilityProcess | null = null;
 let coreReady: Promise<void> | null = null;
 let quitting = false;
 let nextId = 1;
+/** Consecutive cores that exited before they were ready. */
+let failedStarts = 0;
+const MAX_FAILED_STARTS = 3;
 const mediaRequests = new Map<number, (p: string | null) => void>();
 
 /**
@@ -60,17 +63,26 @@ function startCore(): Promise<void> {
   const workspaceArg = process.argv.find((a) => a.startsWith('--workspace='));
   const child = utilityProcess.fork(electronBundle('core'), [], { serviceName: 'Loupe core', stdio: 'inherit' });
   core = child;
+  let started = false;
   const ready = new Promise<void>((resolve, reject) => {
     child.on('message', (m: CoreToMain) => {
-      if (m.type === 'ready') resolve();
-      else if (m.type === 'failed') reject(new Error(`the core could not start: ${m.message}`));
+      if (m.type === 'ready') {
+        started = true;
+        failedStarts = 0;
+        resolve();
+      } else if (m.type === 'failed') reject(new Error(`the core could not start: ${m.message}`));
       else void onCoreMessage(m);
     });
     child.once('exit', (code) => {
       reject(new Error(`the core exited with code ${code} while starting`));
       if (core !== child || quitting) return;
-      // A crash (e.g. in a native module) ends only the core: start a new one and reconnect the windows.
       core = null;
+      // A core that cannot even start would crash-loop: give up after a few tries and say so.
+      if (!started && ++failedStarts >= MAX_FAILED_STARTS) {
+        process.stderr.write(`Loupe: the core failed to start ${failedStarts} times in a row (exit code ${code}); not restarting it\n`);
+        return;
+      }
+      // A crash (e.g. in a native module) ends only the core: start a new one and reconnect the windows.
       for (const resolveMedia of mediaRequests.values()) resolveMedia(null);
       mediaRequests.clear();
       coreReady = startCore().then(() => {
@@ -200,6 +212,7 @@ app.on('web-contents-created', (_e, contents) => {
 });
 
 bootstrap().catch((err: unknown) => {
+  quitting = true;
   process.stderr.write(`Loupe could not start: ${err instanceof Error ? err.message : String(err)}\n`);
   app.exit(1);
 });

@@ -166,12 +166,24 @@ describe('the Electron door (production bundles under the Electron harness)', ()
     expect((await invoke(page, 'app:info', {})).ok).toBe(true);
   });
 
+  it('a core that dies (say, in a native module) is restarted and the window reconnected', async () => {
+    const first = h.utilities[0]!;
+    const exited = new Promise((res) => first.child.once('exit', res));
+    first.child.kill('SIGKILL');
+    await exited;
+    await expect.poll(() => h.utilities.length, { timeout: 60_000 }).toBe(2);
+    // Calls in flight on the dead core's port get a transport error; the next ones reach the new core.
+    await expect.poll(async () => (await invoke(page, 'app:info', {})).ok, { timeout: 120_000 }).toBe(true);
+    expect(h.recorder.find('WebContents.postMessage').filter((c) => c.args[0] === 'loupe:port')).toHaveLength(2);
+    expect(h.utilities[1]!.pid).not.toBe(first.pid);
+  });
+
   it('quitting shuts the core down through main (no restart, no kill)', async () => {
-    const core = h.utilities[0]!;
+    const core = h.utilities.at(-1)!;
     await h.close();
     expect(h.recorder.find('UtilityProcess.postMessage').map((c) => (c.args[0] as { type: string }).type)).toContain('shutdown');
     expect(core.child.exitCode).toBe(0);
     expect(h.recorder.find('harness.killCore')).toEqual([]);
-    expect(h.recorder.find('utilityProcess.fork')).toHaveLength(1);
+    expect(h.recorder.find('utilityProcess.fork')).toHaveLength(2);
   });
 });
