@@ -64,7 +64,7 @@ function fmtMs(ms: number | null): string {
 /** Run the eval; resolves with the process exit code. Exported so tests and `loupe` share one path. */
 export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WriteStream | NodeJS.WritableStream } = process): Promise<number> {
   const [{ parseModelRef, parseShard, expandPlan }, { runSweep, RunSetupError, loadRunGroup, summarize, formatSummary }, { Workspace, defaultWorkspaceDir }, { cliEngineFactory, cliImageOps }, { isDialectId }] =
-    await Promise.all([import('../../../app/sweeps/plan'), import('../../../app/sweeps/runner'), import('../../../app/workspace'), import('../wiring'), import('../../../app/protocol')]);
+    await Promise.all([import('../../../app/sweeps/plan'), import('../../../app/sweeps/runner'), import('../../../app/workspace'), import('../../core/wiring'), import('../../../app/protocol')]);
   const err = (s: string) => io.stderr.write(s);
   if (o.prompt !== 'vcot' && o.prompt !== 'notool') throw new Error(`--prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}`);
   if (!isDialectId(o.dialect)) throw new Error(`--dialect ${JSON.stringify(o.dialect)} is unknown: use pixel-reasoner, verl-tool or deepeyes`);

@@ -72,7 +72,7 @@ export function register(program: Command): void {
         import('../../../app/agent'),
         import('../../../app/protocol'),
         import('../../../app/workspace'),
-        import('../wiring'),
+        import('../../core/wiring'),
         import('../../../app/bench/adapters/frames'),
       ]);
       if (o.prompt !== 'vcot' && o.prompt !== 'notool') throw new Error(`--prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}`);

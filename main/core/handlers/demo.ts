@@ -4,7 +4,6 @@
  * every run to the workspace (kind 'demo'), export trajectories, and manage the local model.
  */
 import { promises as fsp } from 'node:fs';
-import sharp from 'sharp';
 import path from 'node:path';
 import type { DomainHandlers } from '../../../app/contract/dispatch';
 import type { Box, DemoBranch, DemoEvent, DemoExample, DemoProposal, DemoRunReq, LoadedModel, MediaRef, ModelEntry, ModelReport, ReplaySource, Trajectory, demoCalls } from '../../../app/contract';
@@ -25,7 +24,7 @@ import { createImageOps } from '../../../native/image';
 import { childProcessTransportFactory } from '../../../native/engine/childProcessTransport';
 import { repoRoot } from '../repoRoot';
 import type { CoreContext } from '../context';
-import { SharpAnimationRenderer } from './demoAnimation';
+import { SharpAnimationRenderer, toJpeg } from '../../../native/image/animation';
 
 type Handlers = DomainHandlers<typeof demoCalls>;
 type RunReq = ReturnType<typeof DemoRunReqSchema.parse>;
@@ -548,7 +547,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
           // Derived images are lossless PNGs (MBs each for a 2K photo); inline large ones as JPEG q90 so
           // the page stays mailable (11 MB → 0.85 MB on the bench trajectory, tests/bench/demo-export.bench.ts). The workspace keeps the originals.
           if (ext === 'png' && bytes.length > 300_000) {
-            const jpeg = await sharp(bytes).jpeg({ quality: 90 }).toBuffer();
+            const jpeg = await toJpeg(bytes, 90);
             dataUrls.set(id, `data:image/jpeg;base64,${jpeg.toString('base64')}`);
             continue;
           }

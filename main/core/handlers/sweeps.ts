@@ -4,7 +4,7 @@ import type { SweepProgress, sweepsCalls } from '../../../app/contract';
 import { expandPlan, parseModelRef } from '../../../app/sweeps/plan';
 import { runSweep, RunSetupError } from '../../../app/sweeps/runner';
 import { Workspace } from '../../../app/workspace';
-import { cliEngineFactory, cliImageOps } from '../../cli/wiring';
+import { cliEngineFactory, cliImageOps } from '../wiring';
 import type { CoreContext } from '../context';
 
 /**

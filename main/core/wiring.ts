@@ -1,6 +1,6 @@
 /**
- * Composition for the headless commands: engines (local worker, OpenAI-compatible, replay) and image ops
- * (sharp) wired into the core's sweep runner. app/ never imports native/; this file is where they meet.
+ * Composition of engines (local worker, OpenAI-compatible, replay) and image ops (sharp) for the sweep runner,
+ * used by the core and by every CLI command: app/ never imports native/; this file is where they meet.
  */
 import type { EngineDevice, EngineDtype } from '../../app/engines/types';
 import type { EngineFactory, EngineLease } from '../../app/sweeps/runner';
