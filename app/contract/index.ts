@@ -9,12 +9,14 @@ import { demoCalls, demoEvents } from './domains/demo';
 import { browseCalls, browseEvents } from './domains/browse';
 import { sweepsCalls, sweepsEvents } from './domains/sweeps';
 import { trainingCalls, trainingEvents } from './domains/training';
+import { modelsCalls } from './domains/models';
 
 export * from './trajectory';
 export * from './domains/demo';
 export * from './domains/browse';
 export * from './domains/sweeps';
 export * from './domains/training';
+export * from './domains/models';
 import { Empty } from './common';
 
 /** State of the inference engine as the status bar shows it. */
@@ -70,7 +72,7 @@ const appEvents = {
  * Every request/response pair. The contract is one module: each domain's calls sit in one file under
  * `domains/` (so parallel work on two pages never edits the same lines) and are merged here.
  */
-export const calls = { ...appCalls, ...demoCalls, ...browseCalls, ...sweepsCalls, ...trainingCalls } as const;
+export const calls = { ...appCalls, ...demoCalls, ...modelsCalls, ...browseCalls, ...sweepsCalls, ...trainingCalls } as const;
 
 /** Every server-pushed stream. */
 export const events = { ...appEvents, ...demoEvents, ...browseEvents, ...sweepsEvents, ...trainingEvents } as const;
