@@ -11,13 +11,13 @@
 import path from 'node:path';
 import { LocalEngine, type LocalEngineOptions } from './local/localEngine';
 import type { EngineTransportFactory } from './local/transport';
-import type { Engine, EngineDevice, EngineDtype, EngineInfo, GenerateRequest, GenerateResult } from './types';
+import type { Engine, EngineDevice, EngineDtypeSpec, EngineInfo, GenerateRequest, GenerateResult } from './types';
 
 /** What to load: a model folder on a device (dtype and threads when the caller cares). */
 export interface EngineRequest {
   modelDir: string;
   device?: EngineDevice;
-  dtype?: EngineDtype;
+  dtype?: EngineDtypeSpec;
   threads?: number;
   /** Shown in state events (e.g. the registry's display name). */
   label?: string;
@@ -64,7 +64,7 @@ interface Entry {
   loadMs: number;
 }
 
-const keyOf = (r: { modelDir: string; device: EngineDevice; dtype?: EngineDtype }) => `${r.modelDir}|${r.device}|${r.dtype ?? ''}`;
+const keyOf = (r: { modelDir: string; device: EngineDevice; dtype?: EngineDtypeSpec }) => `${r.modelDir}|${r.device}|${typeof r.dtype === 'object' ? JSON.stringify(r.dtype) : (r.dtype ?? '')}`;
 
 export class EngineManager {
   private readonly entries = new Map<string, Entry>();
@@ -103,7 +103,7 @@ export class EngineManager {
   }
 
   /** Models loaded now (or loading): one engine process each. */
-  loaded(): Array<{ key: string; modelDir: string; device: EngineDevice; dtype?: EngineDtype; users: number; info: EngineInfo | null; loadMs: number }> {
+  loaded(): Array<{ key: string; modelDir: string; device: EngineDevice; dtype?: EngineDtypeSpec; users: number; info: EngineInfo | null; loadMs: number }> {
     return [...this.entries.values()].map((e) => ({
       key: e.key,
       modelDir: e.req.modelDir,
@@ -124,7 +124,7 @@ export class EngineManager {
   }
 
   /** A loaded model serves a request for the same folder and device; a dtype asked for must match too. */
-  private find(req: { modelDir: string; device: EngineDevice; dtype?: EngineDtype }): Entry | undefined {
+  private find(req: { modelDir: string; device: EngineDevice; dtype?: EngineDtypeSpec }): Entry | undefined {
     const exact = this.entries.get(keyOf(req));
     if (exact) return exact;
     if (req.dtype !== undefined) return undefined;

@@ -12,7 +12,10 @@ import { SettingsSchema, events, type EngineState, type EventName, type EventPay
 import { defaultWorkspaceDir, readSettings as readSettingsFile, writeSettings as writeSettingsFile } from '../../app/workspace';
 import { demoHandlers } from './handlers/demo';
 import { modelsHandlers } from './handlers/models';
-import { browseHandlers } from './handlers/browse';
+import { browseHandlers, labelledIndex } from './handlers/browse';
+import { labelsHandlers } from './handlers/labels';
+import { LabelService } from '../../app/labels';
+import { RunIndexService } from '../../app/sweeps/runIndex';
 import { sweepsHandlers } from './handlers/sweeps';
 import { trainingHandlers } from './handlers/training';
 import { openWorkspaceSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';
@@ -104,6 +107,13 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     setEngineState,
     getEngineState: () => engineState,
   });
+  const runIndex = new RunIndexService({
+    dir: (id) => ws.runs.runDir(id),
+    readManifest: (id) => ws.runs.readManifest(id),
+    listRunIds: async () => (await ws.runs.listRuns()).map((r) => r.id),
+  });
+  const labels = new LabelService(workspace);
+  const withLabels = labelledIndex(runIndex, labels);
   const training = createTrainingService({ workspace, secrets: secretStore.store, secretStore: secretStore.info, packageRoot: repoRoot(), emit, watchStore: true });
 
   const ctx: CoreContext = {
@@ -141,7 +151,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     'engine:state': () => engineState,
     ...demoHandlers(demo),
     ...modelsHandlers(models),
-    ...browseHandlers(ctx),
+    ...browseHandlers(ctx, { runIndex, withLabels }),
+    ...labelsHandlers(labels, withLabels, emit),
     ...sweepsHandlers(ctx),
     ...trainingHandlers(training),
   };
