@@ -12,6 +12,7 @@ import type { Core } from '../core';
 import type { WireMessage } from '../../app/contract';
 import { checkAccess, newToken, parseAllowedOrigin, tokenMatches, type AccessPolicy } from './security';
 import { parseCallFrame, WS_MAX_MESSAGE_BYTES } from './wire';
+import { MIME } from './mime';
 
 export interface ServerOptions {
   core: Core;
@@ -41,21 +42,6 @@ export interface RunningServer {
 
 /** How long a login code from `writeLoginFile` stays valid. */
 const LOGIN_CODE_TTL_MS = 2 * 60 * 1000;
-
-const MIME: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.webp': 'image/webp',
-  '.gif': 'image/gif',
-  '.json': 'application/json',
-  '.woff2': 'font/woff2',
-  '.ico': 'image/x-icon',
-};
 
 /** Largest body `POST /upload` accepts. */
 export const UPLOAD_LIMIT = 64 * 1024 * 1024;

@@ -2,10 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { LocalEngine } from '../../../app/engines/local/localEngine';
-import { startOpenAIServer } from '../../../app/engines/serve/openaiServer';
+import { serveModel } from '../../../app/engines/serve/serveModel';
 import type { EngineDevice, EngineDtype } from '../../../app/engines/types';
-import { childProcessTransportFactory } from '../../../native/engine/childProcessTransport';
+import { createEngineManager } from '../../core/wiring';
 
 export function register(program: Command): void {
   program
@@ -27,30 +26,27 @@ export function register(program: Command): void {
       for (const r of o.imageRoot) if (!fs.statSync(r, { throwIfNoEntry: false })?.isDirectory()) throw new Error(`--image-root ${JSON.stringify(r)} is not a folder`);
       const threads = o.threads === undefined ? undefined : Number(o.threads);
       if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) throw new Error(`--threads must be an integer ≥ 1, got ${JSON.stringify(o.threads)}`);
-      const engine = await LocalEngine.start({
-        modelDir: path.resolve(dir),
-        device: o.device as EngineDevice,
-        dtype: o.dtype as EngineDtype,
-        ...(threads ? { threads } : {}),
-        transport: childProcessTransportFactory, // a crash stays in the child
-      });
-      const info = engine.info();
-      const server = await startOpenAIServer({
-        engine,
-        host: o.host,
-        port: Number(o.port),
-        ...(o.name ? { modelId: o.name } : {}),
-        ...(given ? { apiKey: given.key } : {}),
-        imageRoots: o.imageRoot.map((r) => path.resolve(r)),
-        allowOrigins: o.allowOrigin,
-      });
+      const engines = await createEngineManager({ isolation: 'process' }); // a crash stays in the child
+      const served = await serveModel(
+        engines,
+        { modelDir: path.resolve(dir), device: o.device as EngineDevice, dtype: o.dtype as EngineDtype, ...(threads ? { threads } : {}) },
+        {
+          host: o.host,
+          port: Number(o.port),
+          ...(o.name ? { modelId: o.name } : {}),
+          ...(given ? { apiKey: given.key } : {}),
+          imageRoots: o.imageRoot.map((r) => path.resolve(r)),
+          allowOrigins: o.allowOrigin,
+        },
+      );
+      const { info, server } = served;
       if (info.fallbackReason) console.error(`warning: ${info.fallbackReason}; running on ${info.device}`);
       console.log(`serving ${info.model} (device ${info.device}, dtype ${JSON.stringify(info.dtype)}, threads ${info.threads === 0 ? 'ORT default' : info.threads}) at ${server.url}`);
       console.log(given ? `  api key: from ${given.from}` : `  api key: ${server.apiKey}   (clients send "Authorization: Bearer KEY"; set LOUPE_API_KEY or --api-key-file to choose it)`);
       if (o.imageRoot.length) console.log(`  local images readable under: ${o.imageRoot.map((r) => path.resolve(r)).join(', ')}`);
       const stop = async () => {
-        await server.close();
-        await engine.dispose();
+        await served.close();
+        await engines.dispose();
         process.exit(0);
       };
       process.once('SIGINT', () => void stop());
