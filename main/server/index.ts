@@ -13,6 +13,7 @@ import type { WireMessage } from '../../app/contract';
 import { checkAccess, newToken, parseAllowedOrigin, tokenMatches, type AccessPolicy } from './security';
 import { parseCallFrame, WS_MAX_MESSAGE_BYTES } from './wire';
 import { MIME } from './mime';
+import { decodeUrlPart, openMediaFile } from './mediaFile';
 
 export interface ServerOptions {
   core: Core;
@@ -49,13 +50,7 @@ export const UPLOAD_LIMIT = 64 * 1024 * 1024;
 const CSP = "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 /** A URL component decoded, or null for a malformed `%` escape (a path gets 400, a cookie counts as no token). */
-function decodePath(p: string): string | null {
-  try {
-    return decodeURIComponent(p);
-  } catch {
-    return null;
-  }
-}
+const decodePath = decodeUrlPart;
 
 function cookieToken(header: string | undefined): string | null {
   if (!header) return null;
@@ -124,9 +119,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         return;
       }
       const file = opts.core.mediaPath(pathname.slice('/media/'.length));
-      // Only regular files that Loupe wrote: a symlink planted in media/ could point anywhere, so it is not followed.
-      const stat = file ? await fs.promises.lstat(file).catch(() => null) : null;
-      const handle = stat?.isFile() ? await fs.promises.open(file!, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0)).catch(() => null) : null;
+      const handle = await openMediaFile(file);
       if (!handle) {
         res.writeHead(404, baseHeaders).end('no such media');
         return;
