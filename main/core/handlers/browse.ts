@@ -1,7 +1,9 @@
 import path from 'node:path';
 import type { DomainHandlers } from '../../../app/contract/dispatch';
 import type { browseCalls, GroupStat } from '../../../app/contract';
-import { RunStore } from '../../../app/workspace';
+import { RunStore, Workspace } from '../../../app/workspace';
+import { attachRunImages } from '../../../app/importers/attach';
+import { createImageOps } from '../../../native/image';
 import { RunIndexService } from '../../../app/sweeps/runIndex';
 import { QueryError, SliceStore } from '../../../app/sweeps/query';
 import { accuracy, accuracyByToolUse, accuracyTable, pairedCompare, toolUse, type AccuracyStat, type StatRow } from '../../../app/sweeps/stats';
@@ -102,6 +104,28 @@ export function browseHandlers(ctx: CoreContext): DomainHandlers<typeof browseCa
           return { id: r.id, manifest: r.manifest, samples: scan.rows.length, correct: scan.rows.filter((x) => x.correct).length, unreadable: scan.unreadable };
         }),
       );
+    },
+    'runs:rename': ({ runId, name }) => store.renameRun(runId, name),
+    'runs:tag': ({ runId, tags }) => store.setTags(runId, tags),
+    'runs:trash': async ({ runId }) => {
+      await store.trashRun(runId);
+      return {};
+    },
+    'runs:trashList': async () => (await store.listTrash()).map((r) => ({ id: r.id, manifest: r.manifest, ...(r.error ? { error: r.error } : {}) })),
+    'runs:restore': async ({ runId }) => {
+      await store.restoreRun(runId);
+      return {};
+    },
+    'runs:emptyTrash': async () => ({ deleted: await store.emptyTrash() }),
+    'runs:locateImages': async ({ runId, folder }) => {
+      const ws = await new Workspace(ctx.workspace).init();
+      const ops = createImageOps(ws.media, { mode: 'worker' });
+      try {
+        const r = await attachRunImages(store, runId, folder, ops);
+        return { attached: r.attached, missing: r.missing.length, folderImages: r.folderImages };
+      } finally {
+        await ops.close?.();
+      }
     },
     'samples:query': async (req) => {
       const t0 = performance.now();

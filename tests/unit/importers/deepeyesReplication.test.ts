@@ -16,6 +16,7 @@ import { parseDeepEyesFileName } from '../../../app/importers/deepeyes';
 import { vstarAdapter } from '../../../app/bench/adapters/vstar';
 import { deepEyesCropGeometry } from '../../../app/tools/crop';
 import { Workspace } from '../../../app/workspace';
+import type { RunManifest } from '../../../app/contract/trajectory';
 import { createImageOps } from '../../../native/image';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -25,6 +26,8 @@ const NAMES = ['result_direct_attributes_deepeyes', 'result_direct_attributes_de
 const tmp: string[] = [];
 let dir: string; // <tmp>/deepeyes/ as the eval writes it: <save_path>/<model_name>/
 let run: ImportedRun;
+/** The manifest as stored (NewRunManifest's Omit over a passthrough type loses the field types). */
+let manifest: RunManifest;
 const raw: Record<string, Array<Record<string, unknown>>> = {};
 
 beforeAll(async () => {
@@ -38,6 +41,7 @@ beforeAll(async () => {
     raw[n] = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   }
   run = await importRun('deepeyes', dir);
+  manifest = run.manifest as unknown as RunManifest;
 });
 afterAll(async () => {
   for (const d of tmp) await rm(d, { recursive: true, force: true });
@@ -59,9 +63,9 @@ describe('DeepEyes replication outputs (real files)', () => {
   it('imports the judged files of the folder: 191 samples, bench V*, the model from the file names', () => {
     expect(run.stats).toEqual({ files: 2, records: 191, imported: 191, skipped: 0 });
     expect(run.issues).toEqual([]);
-    expect(run.manifest.bench?.id).toBe('vstar');
-    expect(run.manifest.model.id).toBe('deepeyes');
-    expect(run.manifest.extra?.files).toEqual(['result_direct_attributes_deepeyes_acc.jsonl', 'result_relative_position_deepeyes_acc.jsonl']);
+    expect(manifest.bench?.id).toBe('vstar');
+    expect(manifest.model.id).toBe('deepeyes');
+    expect(manifest.extra?.files).toEqual(['result_direct_attributes_deepeyes_acc.jsonl', 'result_relative_position_deepeyes_acc.jsonl']);
     expect(new Set(run.samples.map((s) => s.bench))).toEqual(new Set(['vstar']));
     expect(run.samples.filter((s) => s.category === 'direct_attributes')).toHaveLength(115);
     expect(run.samples.filter((s) => s.category === 'relative_position')).toHaveLength(76);
@@ -100,7 +104,7 @@ describe('DeepEyes replication outputs (real files)', () => {
     const imported = run.samples.filter((s) => s.category === 'direct_attributes');
     expect(new Set(imported.map((s) => s.qid))).toEqual(new Set(native.samples.map((s) => s.qid)));
     expect(new Set(native.samples.map((s) => s.category))).toEqual(new Set(['direct_attributes']));
-    expect(native.samples[0]!.bench).toBe(run.manifest.bench?.id);
+    expect(native.samples[0]!.bench).toBe(manifest.bench?.id);
   });
 
   it('an unjudged file alone imports with one warning per record and the same qids', async () => {
