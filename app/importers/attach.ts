@@ -29,12 +29,16 @@ export class ImageFolder {
   private constructor(
     readonly root: string,
     private readonly byName: Map<string, string[]>,
+    /** Benchmark TSVs with embedded images (HR-Bench), for records that name no image. */
+    readonly tsvs: string[],
   ) {}
+  private questions: Map<string, { qid: string; image: string }> | null = null;
 
   static async scan(root: string): Promise<ImageFolder> {
     const st = await fsp.stat(root).catch(() => null);
     if (!st?.isDirectory()) throw new Error(`${root}: not a folder (expected the folder holding the benchmark's images)`);
     const byName = new Map<string, string[]>();
+    const tsvs: string[] = [];
     let count = 0;
     const walk = async (dir: string, depth: number): Promise<void> => {
       const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
@@ -43,6 +47,8 @@ export class ImageFolder {
         const p = path.join(dir, e.name);
         if (e.isDirectory()) {
           if (depth < MAX_DEPTH && !e.name.startsWith('.')) await walk(p, depth + 1);
+        } else if (/^hr_bench_(?:4k|8k)\.tsv$/i.test(e.name)) {
+          tsvs.push(p);
         } else if (IMAGE_EXT.test(e.name)) {
           count++;
           const k = e.name.toLowerCase();
@@ -54,7 +60,28 @@ export class ImageFolder {
     };
     await walk(root, 0);
     for (const list of byName.values()) list.sort();
-    return new ImageFolder(root, byName);
+    return new ImageFolder(root, byName, tsvs.sort());
+  }
+
+  /**
+   * HR-Bench questions of the folder's TSVs (read by Loupe's own HR-Bench adapter, which decodes the
+   * embedded images), keyed by bench, question and options: DeepEyes' HR-Bench eval writes neither the
+   * image nor the row index, but the question with its options in the row's order identifies the row.
+   */
+  async benchQuestion(bench: string, question: string, options: string[] | undefined): Promise<{ qid: string; image: string } | null> {
+    if (!this.tsvs.length) return null;
+    if (!this.questions) {
+      this.questions = new Map();
+      const { hrbenchAdapter } = await import('../bench/adapters/hrbench');
+      for (const f of this.tsvs) {
+        const { samples } = await hrbenchAdapter.load(f);
+        for (const q of samples) {
+          const img = q.media.images?.[0];
+          if (img) this.questions.set(questionKey(q.bench, q.question, q.options), { qid: q.qid, image: img });
+        }
+      }
+    }
+    return this.questions.get(questionKey(bench, question, options)) ?? null;
   }
 
   get size(): number {
@@ -79,6 +106,10 @@ export class ImageFolder {
     }
     return [...list].sort((a, b) => a.split(path.sep).length - b.split(path.sep).length || a.localeCompare(b))[0]!;
   }
+}
+
+function questionKey(bench: string, question: string, options: readonly string[] | undefined): string {
+  return JSON.stringify([bench, question.trim(), (options ?? []).map((o) => o.trim())]);
 }
 
 /** The image file names a sample's source recorded (DeepEyes `image`, other tools' `image`/`image_path`). */
@@ -199,8 +230,18 @@ export async function attachFolder(samples: SampleRecord[], folder: ImageFolder,
     if (!needsImages(s)) continue;
     const names = recordedImageNames(s);
     const hints = [s.category, s.bench].filter((x): x is string => !!x);
-    const files = names.map((n) => folder.find(n, hints));
-    if (names.length === 0 || files.some((f) => f === null)) {
+    let files = names.map((n) => folder.find(n, hints));
+    if (names.length === 0) {
+      // No image name (HR-Bench): the benchmark's own row, found by question and options; the sample
+      // takes that row's qid so the run compares with native runs of the bench.
+      const hit = await folder.benchQuestion(s.bench, s.question, s.options);
+      if (hit) {
+        files = [hit.image];
+        s.extra = { ...s.extra, qidInFile: s.qid };
+        s.qid = hit.qid;
+      }
+    }
+    if (files.length === 0 || files.some((f) => f === null)) {
       res.missing.push({ qid: s.qid, ...(s.source ? { source: s.source } : {}) });
       continue;
     }
