@@ -145,5 +145,10 @@ describe('Pixel Reasoner RL tqdm postfix', () => {
     expect(parsePixelReasonerTqdm('\rTrain epoch [1/2]: 100%|##| 4/4 [00:01<00:00, 3.1it/s, policy_loss=0.1]')?.endsStep).toBe(false);
     expect(parsePixelReasonerTqdm('\rTrain epoch [2/2]:  50%|#  | 2/4 [00:01<00:01, 3.1it/s, policy_loss=0.1]')?.endsStep).toBe(false);
     expect(parsePixelReasonerTqdm('step:3 - actor/pg_loss:0.1')).toBeNull();
+    // OpenRLHF forks that print `short_status` (`pg`, `rm`, …) give the long names.
+    expect(parsePixelReasonerTqdm('\rTrain epoch [1/1]: 100%|##| 8/8 [00:09<00:00, 1.1s/it, pg=0.012, rm=0.4, ret=0.1, glen=512, tlen=1.4e+3, kl=0, act_lr=1e-6]')).toEqual({
+      metrics: { policy_loss: 0.012, reward: 0.4, return: 0.1, response_length: 512, total_length: 1400, kl: 0, actor_lr: 1e-6 },
+      endsStep: true,
+    });
   });
 });

@@ -217,12 +217,15 @@ export function parseOpenRlhfTqdm(raw: string): Record<string, number> | null {
   return Object.keys(out).length ? out : null;
 }
 
+/** OpenRLHF's `short_status` names in `ppo_loop` bars (`pg=…, rm=…`) → the names its status dict and wandb use. */
+const TQDM_SHORT: Record<string, string> = { pg: 'policy_loss', rm: 'reward', ret: 'return', glen: 'response_length', tlen: 'total_length', act_lr: 'actor_lr', cri: 'critic_loss', vals: 'values', cri_lr: 'critic_lr', ptx: 'ptx_loss' };
+
 /**
  * A Pixel Reasoner tqdm line: the last refresh holding `policy_loss=`, its postfix metrics, and whether it
  * ends a step (the bar is full and, when the description names epochs, it is the last epoch's bar).
  */
 export function parsePixelReasonerTqdm(raw: string): { metrics: Record<string, number>; endsStep: boolean } | null {
-  const seg = cleanLogLine(raw).split('\r').filter((x) => x.includes('policy_loss=')).pop();
+  const seg = cleanLogLine(raw).split('\r').filter((x) => /[ ,]policy_loss=|[ ,]pg=/.test(x)).pop();
   if (!seg) return null;
   const bar = /(\d+)\/(\d+) \[/.exec(seg);
   const epoch = /epoch \[(\d+)\/(\d+)\]/i.exec(seg);
@@ -231,7 +234,7 @@ export function parsePixelReasonerTqdm(raw: string): { metrics: Record<string, n
   const metrics: Record<string, number> = {};
   for (const m of post.matchAll(/([A-Za-z_][\w/]*)=([^,\]\s]+)/g)) {
     const v = parseNumericRepr(m[2] as string);
-    if (v !== null) metrics[m[1] as string] = v;
+    if (v !== null) metrics[TQDM_SHORT[m[1] as string] ?? (m[1] as string)] = v;
   }
   if (!Object.keys(metrics).length) return null;
   const full = !!bar && bar[1] === bar[2];
