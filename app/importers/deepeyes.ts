@@ -57,14 +57,26 @@ export function deepEyesCategory(file: string): string {
   return parseDeepEyesFileName(file).testType;
 }
 
-/** Files to import from a path: the file itself, or a folder's judged files (`*_acc.jsonl`) where a test type has one, else its `*.jsonl`. */
-async function inputFiles(p: string): Promise<string[]> {
+/**
+ * Files to import from a path: the file itself, or per test type of a folder its judged file (`_acc`
+ * over `_tmp_acc` over unjudged). A folder with several models' results (`…_repeat1`, `…_bbox_only`)
+ * needs `model` to say which; otherwise the runs would mix.
+ */
+async function inputFiles(p: string, model?: string): Promise<string[]> {
   if (!(await isDir(p))) return [p];
   const all = (await fsp.readdir(p)).filter((f) => f.endsWith('.jsonl') && f.startsWith('result_')).sort();
-  // Per test type: the final `_acc` over `_tmp_acc` over the unjudged file.
+  const models = new Set(all.map((f) => parseDeepEyesFileName(path.join(p, f)).model ?? ''));
+  let pick = all;
+  if (models.size > 1) {
+    if (model === undefined || !models.has(model)) {
+      const names = [...models].map((m) => m || '(none)').join(', ');
+      throw new ImportError(`${p}: results of ${models.size} models in this folder (${names}); pass --model NAME to pick one, or import one file`);
+    }
+    pick = all.filter((f) => (parseDeepEyesFileName(path.join(p, f)).model ?? '') === model);
+  }
   const rank = (f: string) => (/_tmp_acc\.jsonl$/.test(f) ? 1 : /_acc\.jsonl$/.test(f) ? 2 : 0);
   const byType = new Map<string, string>();
-  for (const f of all) {
+  for (const f of pick) {
     const t = parseDeepEyesFileName(path.join(p, f)).testType;
     const prev = byType.get(t);
     if (prev === undefined || rank(f) > rank(prev)) byType.set(t, f);
@@ -221,7 +233,7 @@ export function convertDeepEyesRecord(rec: Record<string, unknown>, testType: st
 }
 
 export async function importDeepEyes(input: string, opts: ImportOptions = {}): Promise<ImportedRun> {
-  const files = await inputFiles(input);
+  const files = await inputFiles(input, opts.model);
   const issues: ImportIssue[] = [];
   const samples: SampleRecord[] = [];
   const seen = new Map<string, number>();

@@ -27,7 +27,7 @@ export function register(program: Command): void {
     .argument('<path>', 'file or folder to import (Pixel Reasoner: the checkpoint or its logs/ folder)')
     .option('--workspace <dir>', 'workspace folder (default: $LOUPE_WORKSPACE or the user data dir)')
     .option('--run <name>', 'run name (part of the run id)')
-    .option('--model <id>', 'model id to record when the source does not name one')
+    .option('--model <id>', 'model id to record when the source does not name one (DeepEyes: which model of a folder holding several)')
     .option('--iter <n>', 'Pixel Reasoner: eval iteration to import (default: the latest)', (v) => {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 0) throw new Error(`--iter must be a non-negative integer, got "${v}"`);

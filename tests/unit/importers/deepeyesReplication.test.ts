@@ -201,3 +201,17 @@ describe('attaching images by name', () => {
     await expect(attachRunImages(ws.runs, runId, path.join(root, 'nope'), ops)).rejects.toThrow(/not a folder/);
   });
 });
+
+describe('a folder with several models\' results', () => {
+  it('asks for --model instead of mixing them, and imports the one named', async () => {
+    const d = await mkdtemp(path.join(tmpdir(), 'loupe-de-models-'));
+    tmp.push(d);
+    const rs = raw.result_direct_attributes_deepeyes_acc!.slice(0, 2).map((r) => JSON.stringify(r)).join('\n') + '\n';
+    await writeFile(path.join(d, 'result_direct_attributes_deepeyes_eval_acc.jsonl'), rs);
+    await writeFile(path.join(d, 'result_direct_attributes_deepeyes_eval_repeat1_acc.jsonl'), rs);
+    await expect(importRun('deepeyes', d)).rejects.toThrow(/results of 2 models in this folder \(deepeyes_eval, deepeyes_eval_repeat1\); pass --model NAME/);
+    const r = await importRun('deepeyes', d, { model: 'deepeyes_eval_repeat1' });
+    expect(r.stats).toEqual({ files: 1, records: 2, imported: 2, skipped: 0 });
+    expect((r.manifest as unknown as RunManifest).extra?.files).toEqual(['result_direct_attributes_deepeyes_eval_repeat1_acc.jsonl']);
+  });
+});
