@@ -1,13 +1,21 @@
 /**
- * DeepEyes eval results (`eval/eval_vstar.py` + `eval/judge_result.py` of Visual-Agent/DeepEyes): JSONL
- * records `{image, question, answer, pred_ans, pred_output: [chat messages], status, acc?}`.
+ * DeepEyes eval results (`eval/eval_vstar.py`, `eval/eval_hrbench.py` + `eval/judge_result*.py` of
+ * Visual-Agent/DeepEyes): `<save_path>/<model_name>/result_{test_type}_{model_name}[_acc].jsonl`, records
+ * `{image?, question, answer, pred_ans, pred_output: [chat messages], status, acc?}` (HR-Bench: no image,
+ * `answer` is a letter, plus `answer_str` and `category`).
  *
- * Facts of the real files (tests/fixtures/importers/deepeyes/README.md):
+ * The test type gives the bench (direct_attributes / relative_position → `vstar`, hr_bench_4k/8k →
+ * `hrbench4k/8k`) and V* qids are `vstar-<category>.<image stem>`, as Loupe's V* adapter names the same
+ * questions, so imported and native runs compare. Images are attached later (`attach.ts`).
+ *
+ * Facts of the real files (tests/fixtures/importers/README.md, deepeyes_replication/SOURCE):
  * - assistant texts stop *before* `</tool_call>` (it was a stop string), so a call reads
  *   `<tool_call>\n{...}\n` with no closing tag; we restore the tag to parse it;
  * - images are stripped (`data:image/jpeg;base64,` with no payload): observations keep their text only;
- * - a conversation may end on a user turn (no final answer), one record has `status: "error"`;
- * - an assistant turn can hold both `<answer>` and a `<tool_call>` that was executed anyway.
+ * - one record has `status: "error"`;
+ * - an assistant turn can hold both `<answer>` and a `<tool_call>`: the eval loop (`while '</answer>' not
+ *   in response`) executes the call, appends the user turn, then stops, so the record ends on a user
+ *   turn; the episode ended with that answer (`pred_ans` is the eval's extraction of it).
  */
 import path from 'node:path';
 import { promises as fsp } from 'node:fs';
