@@ -31,14 +31,17 @@ export class ImageFolder {
     private readonly byName: Map<string, string[]>,
     /** Benchmark TSVs with embedded images (HR-Bench), for records that name no image. */
     readonly tsvs: string[],
+    /** V* annotation folders (`direct_attributes/*.json` beside their images), likewise. */
+    readonly vstarRoots: string[],
   ) {}
-  private questions: Map<string, { qid: string; image: string }> | null = null;
+  private questions: Map<string, { qid: string; image: string } | null> | null = null;
 
   static async scan(root: string): Promise<ImageFolder> {
     const st = await fsp.stat(root).catch(() => null);
     if (!st?.isDirectory()) throw new Error(`${root}: not a folder (expected the folder holding the benchmark's images)`);
     const byName = new Map<string, string[]>();
     const tsvs: string[] = [];
+    const vstarRoots = new Set<string>();
     let count = 0;
     const walk = async (dir: string, depth: number): Promise<void> => {
       const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
@@ -46,6 +49,7 @@ export class ImageFolder {
         if (count >= MAX_FILES) return;
         const p = path.join(dir, e.name);
         if (e.isDirectory()) {
+          if (e.name === 'direct_attributes' || e.name === 'relative_position') vstarRoots.add(dir);
           if (depth < MAX_DEPTH && !e.name.startsWith('.')) await walk(p, depth + 1);
         } else if (/^hr_bench_(?:4k|8k)\.tsv$/i.test(e.name)) {
           tsvs.push(p);
@@ -60,28 +64,39 @@ export class ImageFolder {
     };
     await walk(root, 0);
     for (const list of byName.values()) list.sort();
-    return new ImageFolder(root, byName, tsvs.sort());
+    return new ImageFolder(root, byName, tsvs.sort(), [...vstarRoots].sort());
   }
 
   /**
-   * HR-Bench questions of the folder's TSVs (read by Loupe's own HR-Bench adapter, which decodes the
-   * embedded images), keyed by bench, question and options: DeepEyes' HR-Bench eval writes neither the
-   * image nor the row index, but the question with its options in the row's order identifies the row.
+   * The benchmark's own question for a record that names no image: HR-Bench rows of the folder's TSVs
+   * (Loupe's HR-Bench adapter decodes the embedded images) by question and options in order, V* questions
+   * of its annotation folders by question and option set. DeepEyes' HR-Bench eval (and some V* outputs)
+   * write neither the image nor an index. A key two questions share matches neither.
    */
   async benchQuestion(bench: string, question: string, options: string[] | undefined): Promise<{ qid: string; image: string } | null> {
-    if (!this.tsvs.length) return null;
+    if (!this.tsvs.length && !this.vstarRoots.length) return null;
     if (!this.questions) {
-      this.questions = new Map();
+      const found = new Map<string, { qid: string; image: string } | null>();
+      const add = (key: string, v: { qid: string; image: string }) => found.set(key, found.has(key) ? null : v); // ambiguous → no match
       const { hrbenchAdapter } = await import('../bench/adapters/hrbench');
       for (const f of this.tsvs) {
-        const { samples } = await hrbenchAdapter.load(f);
-        for (const q of samples) {
+        for (const q of (await hrbenchAdapter.load(f)).samples) {
           const img = q.media.images?.[0];
-          if (img) this.questions.set(questionKey(q.bench, q.question, q.options), { qid: q.qid, image: img });
+          if (img) add(questionKey(q.bench, q.question, q.options), { qid: q.qid, image: img });
         }
       }
+      const { vstarAdapter } = await import('../bench/adapters/vstar');
+      for (const root of this.vstarRoots) {
+        for (const q of (await vstarAdapter.load(root)).samples) {
+          const img = q.media.images?.[0];
+          // The raw annotations list the correct option first and Loupe shuffles them: match the option set.
+          if (img) add(questionKey(q.bench, q.question, [...(q.options ?? [])].sort()), { qid: q.qid, image: img });
+        }
+      }
+      this.questions = found;
     }
-    return this.questions.get(questionKey(bench, question, options)) ?? null;
+    const opts = bench === 'vstar' ? [...(options ?? [])].sort() : options;
+    return this.questions.get(questionKey(bench, question, opts)) ?? null;
   }
 
   get size(): number {

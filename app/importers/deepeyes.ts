@@ -130,7 +130,7 @@ function withClosedCall(text: string): string {
 /** The sample id: the one Loupe's own adapters give the same question, so runs compare. */
 function qidOf(bench: string, testType: string, image: string | undefined, line: number): string {
   const stem = image?.replace(/\.[^.]+$/, '');
-  if (bench === 'vstar' && stem) return `vstar-${testType}.${stem}`;
+  if (bench === 'vstar') return `vstar-${testType}.${stem ?? `line${line}`}`;
   // HR-Bench results name no image and no index: the line stands in until the images are attached.
   return stem ? `${bench}-${stem}` : `${bench}-line${line}`;
 }

@@ -122,7 +122,7 @@ describe('DeepEyes replication outputs (real files)', () => {
     const r = await importRun('deepeyes', d);
     expect(r.stats.imported).toBe(3);
     expect(r.issues).toEqual([]);
-    expect(r.samples.map((s) => s.qid)).toEqual(['vstar-line1', 'vstar-line2', 'vstar-line3']);
+    expect(r.samples.map((s) => s.qid)).toEqual(['vstar-relative_position.line1', 'vstar-relative_position.line2', 'vstar-relative_position.line3']);
     expect(missingImages(r.samples)).toHaveLength(3);
   });
 
