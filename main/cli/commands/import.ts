@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import { attachFolder, IMAGE_MISSING, ImageFolder, IMPORT_FORMATS, formatIssue, importRun, isImportFormat, missingImages, workspaceWriter, type ImportIssue } from '../../../app/importers';
 import { defaultWorkspaceDir, Workspace } from '../../../app/workspace';
-import { cliImageOps } from '../wiring';
+import { imageOpsFor } from '../../core/wiring';
 
 const SHOW_ISSUES = 30;
 
@@ -43,7 +43,7 @@ export function register(program: Command): void {
       const ws = o.dryRun ? null : await new Workspace(path.resolve(o.workspace ?? defaultWorkspaceDir())).init();
       let attached = 0;
       if (folder && ws && run.samples.length > 0) {
-        const ops = await cliImageOps(ws.media);
+        const ops = await imageOpsFor(ws.media);
         try {
           attached = (await attachFolder(run.samples, folder, ops)).attached;
         } finally {

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import { attachRunImages } from '../../../app/importers/attach';
 import { defaultWorkspaceDir, Workspace } from '../../../app/workspace';
-import { cliImageOps } from '../wiring';
+import { imageOpsFor } from '../../core/wiring';
 
 interface WsOpt {
   workspace?: string;
@@ -88,7 +88,7 @@ export function register(program: Command): void {
     .argument('<folder>')
     .action(async (id: string, folder: string, o: WsOpt) => {
       const w = await open(o);
-      const ops = await cliImageOps(w.media);
+      const ops = await imageOpsFor(w.media);
       try {
         const r = await attachRunImages(w.runs, id, path.resolve(folder), ops);
         out(`run ${id}: images attached to ${r.attached} sample(s), ${r.missing.length} still without an image (${r.folderImages} image file(s) under ${folder})`);
