@@ -9,6 +9,11 @@
  *   examples (visual search = DeepEyes' 7, chart 6, math 10, vsi 6, longvila 9), temperature 0.3; data
  *   sources it does not map crash there (`UnboundLocalError`), and are refused here.
  *
+ * - `deepeyes-eval/v1`: DeepEyes `eval/judge_result.py` (V* accuracy): the standard answer gets an `A. `
+ *   prefix, rules first (a one-letter answer is right iff it is `A`; a two-character answer with a `.` iff
+ *   it holds `A`; right when the prefixed answer is a substring), then the judge with its own 7 examples
+ *   (options written `A. …`), temperature 0.0.
+ *
  * Reply parsing is shared: the reply is stripped; if it contains `Judgement:`, a `1` anywhere after the
  * last one wins; otherwise the reply must be exactly `1`.
  */
@@ -38,6 +43,17 @@ const ICE_VISUAL_SEARCH = [
   ex('Who is wearing pants?', 'The boy is wearing pants.', 'The person in the picture is wearing pants.', 1),
   ex('Is the man phone both blue and closed?', 'Yes, the man phone is both blue and closed.', 'No.', 0),
   ex('What color is the towel in the center of the picture?', 'The towel in the center of the picture is blue.', 'The towel in the center of the picture is pink.', 0),
+];
+
+/** DeepEyes `eval/judge_result.py` examples: the standard answers carry the `A. ` option prefix. */
+const ICE_DEEPEYES_EVAL = [
+  ex('Is the countertop tan or blue?', 'A. The countertop is tan.', 'tan', 1),
+  ex('On which side of the picture is the barrier?', 'A. The barrier is on the left side of the picture.', 'A', 1),
+  ex('Is the kite brown and large?', 'A. Yes, the kite is brown and large.', 'Yes', 1),
+  ex('Are the spots on a giraffe?', 'A. No, the spots are on a banana.', 'no', 1),
+  ex('Who is wearing pants?', 'A. The boy is wearing pants.', 'C. The girl in the picture is wearing pants.', 0),
+  ex('Is the man phone both blue and closed?', 'A. Yes, the man phone is both blue and closed.', 'No.', 0),
+  ex('What color is the towel in the center of the picture?', 'A. The towel in the center of the picture is blue.', 'The towel in the center of the picture is pink.', 0),
 ];
 
 const ICE_MATH = [
@@ -106,8 +122,10 @@ const PVRL_SOURCES: Record<string, readonly string[]> = {
 /** Data sources the PyVision-RL judge prompt maps (others crash in the reference). */
 export const PVRL_JUDGE_SOURCES: readonly string[] = Object.keys(PVRL_SOURCES);
 
-export type JudgePromptVersion = 'deepeyes/v1' | 'pyvision-rl/v1';
-export const JUDGE_PROMPT_VERSIONS: readonly JudgePromptVersion[] = ['deepeyes/v1', 'pyvision-rl/v1'];
+export type JudgePromptVersion = 'deepeyes/v1' | 'deepeyes-eval/v1' | 'pyvision-rl/v1';
+export const JUDGE_PROMPT_VERSIONS: readonly JudgePromptVersion[] = ['deepeyes/v1', 'deepeyes-eval/v1', 'pyvision-rl/v1'];
+/** The sampling temperature each reference calls its judge with. */
+export const JUDGE_TEMPERATURES: Readonly<Record<JudgePromptVersion, number>> = { 'deepeyes/v1': 0.3, 'deepeyes-eval/v1': 0.0, 'pyvision-rl/v1': 0.3 };
 
 /** Raised for a data source the PyVision-RL prompt has no examples for (the reference's UnboundLocalError). */
 export class JudgeSourceError extends Error {
@@ -136,8 +154,15 @@ export function pyvisionJudgePrompt(prediction: string, groundTruth: string, que
   return assemble(examples, question, groundTruth, prediction);
 }
 
+/** DeepEyes eval `get_prompt(pred_ans, 'A. ' + answer, question)` (the caller adds the prefix). */
+export function deepEyesEvalJudgePrompt(prediction: string, groundTruth: string, question: string): string {
+  return assemble(ICE_DEEPEYES_EVAL, question, groundTruth, prediction);
+}
+
 export function judgePrompt(version: JudgePromptVersion, prediction: string, groundTruth: string, question: string, dataSource = 'deepeyes'): string {
-  return version === 'deepeyes/v1' ? deepEyesJudgePrompt(prediction, groundTruth, question) : pyvisionJudgePrompt(prediction, groundTruth, question, dataSource);
+  if (version === 'deepeyes/v1') return deepEyesJudgePrompt(prediction, groundTruth, question);
+  if (version === 'deepeyes-eval/v1') return deepEyesEvalJudgePrompt(prediction, groundTruth, question);
+  return pyvisionJudgePrompt(prediction, groundTruth, question, dataSource);
 }
 
 /**
