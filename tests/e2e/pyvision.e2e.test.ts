@@ -1,0 +1,78 @@
+/**
+ * A PyVision trajectory end to end: a scripted engine replays PyVision-format model text (written for
+ * this test from the PyVision spec, not recorded from a model: loupe-tiny cannot write code) through the
+ * real episode loop and the real bubblewrap sandbox (system Python, Pillow, numpy, matplotlib); the run is
+ * saved to a workspace, and the real app (browser mode) shows it in Chromium: the step cards carry the
+ * coloured code, its printed text and its figures.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { ScriptedEngine, countCalls } from '../../app/agent';
+import { runPyVisionEpisode } from '../../app/agent/pyvisionEpisode';
+import { Workspace } from '../../app/workspace';
+import { SharpImageOps } from '../../native/image/sharpImageOps';
+import { startPySandbox } from '../../native/pysandbox';
+import { launchBrowser, newPage, ROOT, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
+
+const GLASS = path.join(ROOT, 'tests/fixtures/images/animate_glass.jpg');
+// Written from the spec (labelled): two code turns (a zoom with a figure; a colour statistic with two
+// figures), then the answer in PyVision's required format.
+const TURNS = [
+  "I'll zoom into the centre of the image to inspect the object.\n<code>\n```python\nw, h = image_clue_0.size\nprint(f'size: {w}x{h}')\ncrop = image_clue_0.crop((w // 4, h // 4, 3 * w // 4, 3 * h // 4))\nplt.figure(figsize=(4, 3))\nplt.imshow(crop)\nplt.axis('off')\nplt.show()\n```\n",
+  "The crop shows a transparent object. Let me check its colour channels.\n<code>\n```python\nimport numpy as np\na = np.asarray(crop).astype(float)\nfor name, k in zip('RGB', range(3)):\n    print(name, round(a[..., k].mean(), 1))  # mean per channel\nplt.figure(figsize=(4, 2.5))\nplt.hist(a[..., 0].ravel(), bins=32, color='r')\nplt.show()\nplt.figure(figsize=(4, 2.5))\nplt.imshow(a.mean(axis=2), cmap='gray')\nplt.show()\n```\n",
+  'The object is a clear drinking glass.\n<answer>\n\\boxed{a glass}\n</answer>',
+];
+
+describe('PyVision in the UI', () => {
+  let app: AppProcess;
+  let browser: Browser;
+  let runId = '';
+  beforeAll(async () => {
+    const dir = tempWorkspace('loupe-pyvision-e2e-');
+    const ws = await new Workspace(dir).init();
+    const ops = new SharpImageOps(ws.media);
+    const { trajectory, sandbox } = await runPyVisionEpisode({
+      engine: new ScriptedEngine(TURNS, { model: 'scripted-pyvision' }),
+      variant: 'PV',
+      question: 'What is the object in the picture?',
+      images: [GLASS],
+      imageOps: ops,
+      sandbox: (ep) => startPySandbox(ep),
+    });
+    expect(trajectory.stopReason).toBe('answer');
+    const handle = await ws.runs.createRun({ name: 'pyvision-demo', kind: 'demo', model: { id: 'scripted-pyvision' }, engine: 'scripted', dialect: 'pyvision', prompt: 'vistool_with_img_info_v2', extra: { sandbox } });
+    const { calls, toolErrors } = countCalls(trajectory);
+    await handle.appendSample({ qid: 'glass', bench: 'demo', question: trajectory.question, answer: 'a glass', prediction: trajectory.finalText ?? '', score: 1, correct: true, stop_reason: trajectory.stopReason, calls, tool_errors: toolErrors, trajectory });
+    await handle.close();
+    runId = handle.id;
+    app = await startApp(dir);
+    browser = await launchBrowser();
+  }, 180_000);
+  afterAll(async () => {
+    await browser?.close();
+    await app?.stop();
+  });
+
+  it('step cards show the coloured code, its text output and every figure', async () => {
+    const { page, errors } = await newPage(browser, { width: 1400, height: 1100 });
+    await page.goto(`${app.openUrl}#/runs/${runId}/glass`);
+    await page.getByTestId('code-step-1').waitFor();
+    await expect(page.getByTestId('code-step-1').textContent()).resolves.toContain("crop = image_clue_0.crop((w // 4, h // 4, 3 * w // 4, 3 * h // 4))");
+    // Colouring: keywords, calls, strings and comments are separate spans.
+    expect(await page.getByTestId('code-step-2').locator('.py-kw').allTextContents()).toEqual(expect.arrayContaining(['import', 'as', 'for', 'in']));
+    expect(await page.getByTestId('code-step-2').locator('.py-com').allTextContents()).toEqual(['# mean per channel']);
+    await expect(page.getByTestId('stdout-step-1').textContent()).resolves.toMatch(/^size: \d+x\d+\n$/);
+    await expect(page.getByTestId('stdout-step-2').textContent()).resolves.toMatch(/^R [\d.]+\nG [\d.]+\nB [\d.]+\n$/);
+    await expect(page.getByTestId('figure-step-1').count()).resolves.toBe(1);
+    await expect(page.getByTestId('figure-step-2').count()).resolves.toBe(2);
+    // The figures are real images served from the workspace.
+    const sizes = await page.getByTestId('figure-step-2').locator('img').evaluateAll((imgs) => imgs.map((i) => [(i as HTMLImageElement).naturalWidth, (i as HTMLImageElement).naturalHeight]));
+    expect(sizes).toEqual([[400, 250], [400, 250]]);
+    await page.getByTestId('final-answer').waitFor();
+    await screenshot(page, 'pyvision-step-cards');
+    await page.getByTestId('figure-step-2').first().scrollIntoViewIfNeeded();
+    await screenshot(page, 'pyvision-step-cards-2');
+    expect(errors).toEqual([]);
+  });
+});
