@@ -13,6 +13,12 @@ import { runPyVisionEpisode } from '../../app/agent/pyvisionEpisode';
 import { Workspace } from '../../app/workspace';
 import { SharpImageOps } from '../../native/image/sharpImageOps';
 import { startPySandbox } from '../../native/pysandbox';
+import { rescoreRun } from '../../app/bench/rescore';
+import { engineJudgeClient, JudgeCache, LlmJudgeScorer } from '../../app/bench/scorers/llmJudge';
+import { OpenAIEngine } from '../../app/engines/openai/openaiEngine';
+import { startOpenAIServer } from '../../app/engines/serve/openaiServer';
+import { importRun, workspaceWriter } from '../../app/importers';
+import { TranscriptJudgeEngine } from '../integration/judge/transcriptJudge';
 import { launchBrowser, newPage, ROOT, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
 
 const GLASS = path.join(ROOT, 'tests/fixtures/images/animate_glass.jpg');
@@ -28,6 +34,7 @@ describe('PyVision in the UI', () => {
   let app: AppProcess;
   let browser: Browser;
   let runId = '';
+  let rescoredId = '';
   beforeAll(async () => {
     const dir = tempWorkspace('loupe-pyvision-e2e-');
     const ws = await new Workspace(dir).init();
@@ -46,6 +53,19 @@ describe('PyVision in the UI', () => {
     await handle.appendSample({ qid: 'glass', bench: 'demo', question: trajectory.question, answer: 'a glass', prediction: trajectory.finalText ?? '', score: 1, correct: true, stop_reason: trajectory.stopReason, calls, tool_errors: toolErrors, trajectory });
     await handle.close();
     runId = handle.id;
+    // A DeepEyes V* import re-scored by a judge that flips its first 5 recorded verdicts (so the two
+    // scorers disagree on exactly those samples), served over loopback HTTP.
+    const { runId: imported } = await workspaceWriter(dir).write(await importRun('deepeyes', path.join(ROOT, 'tests/fixtures/importers/deepeyes'), { name: 'deepeyes-vstar' }));
+    const judge = new TranscriptJudgeEngine();
+    [...judge.replies.keys()].slice(0, 5).forEach((k) => judge.replies.set(k, judge.replies.get(k)!.includes('1') ? '0' : '1'));
+    const server = await startOpenAIServer({ engine: judge, port: 0, modelId: 'judge' });
+    try {
+      const s = await rescoreRun({ store: ws.runs, runId: imported, scorer: new LlmJudgeScorer({ client: engineJudgeClient(new OpenAIEngine({ baseURL: server.url, model: 'judge' })), promptVersion: 'deepeyes-eval/v1', cache: JudgeCache.memory() }) });
+      expect(s.disagreements).toBe(5);
+      rescoredId = s.runId;
+    } finally {
+      await server.close();
+    }
     app = await startApp(dir);
     browser = await launchBrowser();
   }, 180_000);
@@ -73,6 +93,24 @@ describe('PyVision in the UI', () => {
     await screenshot(page, 'pyvision-step-cards');
     await page.getByTestId('figure-step-2').first().scrollIntoViewIfNeeded();
     await screenshot(page, 'pyvision-step-cards-2');
+    expect(errors).toEqual([]);
+  });
+
+  it('a re-scored run shows both scores, and `disagree = true` lists exactly the samples the scorers disagree on', async () => {
+    const { page, errors } = await newPage(browser, { width: 1400, height: 900 });
+    await page.goto(`${app.openUrl}#/runs`);
+    await page.getByTestId('sample-row').first().waitFor();
+    await page.getByTestId('query-input').fill('disagree = true');
+    await page.getByTestId('query-input').press('Enter');
+    await page.waitForFunction(() => /^5 /.test(document.querySelector('[data-testid=row-count]')?.textContent ?? ''));
+    const rows = page.getByTestId('sample-row');
+    await expect(rows.count()).resolves.toBe(5);
+    const cells = await page.getByTestId('score-pair').allTextContents();
+    expect(cells).toHaveLength(5);
+    // Original / llm-judge, with the mark: one says 1.00 and the other 0.00 on every listed row.
+    for (const c of cells) expect(['≠1.00 / 0.00', '≠0.00 / 1.00']).toContain(c);
+    expect(await rows.first().textContent()).toContain(rescoredId.slice(0, 8));
+    await screenshot(page, 'rescore-disagreements');
     expect(errors).toEqual([]);
   });
 });

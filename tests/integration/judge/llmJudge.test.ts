@@ -8,8 +8,7 @@
  *   reply, its parsing and the cache are the real plumbing.
  */
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { promises as fsp, readFileSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,41 +19,20 @@ import { engineJudgeClient, JudgeCache, LlmJudgeScorer, type JudgeDetail } from 
 import { LocalEngine } from '../../../app/engines/local/localEngine';
 import { OpenAIEngine } from '../../../app/engines/openai/openaiEngine';
 import { startOpenAIServer, type OpenAIServer } from '../../../app/engines/serve/openaiServer';
-import type { Engine, GenerateRequest, GenerateResult } from '../../../app/engines/types';
 import { importRun, workspaceWriter } from '../../../app/importers';
 import { Workspace } from '../../../app/workspace';
 import { workerThreadTransportFactory } from '../../../native/engine/workerThreadTransport';
 import { TINY_DIR } from '../engines/parityFixture';
+import { TranscriptJudgeEngine } from './transcriptJudge';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../../..');
 const DEEPEYES = path.join(root, 'tests/fixtures/importers/deepeyes');
-const TRANSCRIPT = JSON.parse(readFileSync(path.join(root, 'tests/fixtures/judge/deepeyes-vstar-judge-transcript.json'), 'utf8')) as {
-  entries: Array<{ promptSha256: string; reply: string }>;
-};
-
-/** Answers judge prompts from the recorded transcript (by the prompt's SHA-256); counts the requests. */
-class TranscriptEngine implements Engine {
-  readonly replies = new Map(TRANSCRIPT.entries.map((e) => [e.promptSha256, e.reply]));
-  readonly seen: GenerateRequest[] = [];
-  info() {
-    return { id: 'transcript', kind: 'scripted' as const, model: 'judge' };
-  }
-  async generate(req: GenerateRequest): Promise<GenerateResult> {
-    this.seen.push(req);
-    const user = req.messages.find((m) => m.role === 'user')!.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
-    const reply = this.replies.get(createHash('sha256').update(user).digest('hex'));
-    if (reply === undefined) throw new Error('no recorded judge reply for this prompt');
-    req.onToken?.(reply);
-    return { text: reply, promptTokens: 1, completionTokens: 1, finishReason: 'stop', latencyMs: 0 };
-  }
-  async dispose() {}
-}
 
 let tmp: string;
 let ws: Workspace;
 let runId: string;
-let transcript: TranscriptEngine;
+let transcript: TranscriptJudgeEngine;
 let server: OpenAIServer;
 
 beforeAll(async () => {
@@ -62,7 +40,7 @@ beforeAll(async () => {
   ws = await new Workspace(tmp).init();
   const imported = await importRun('deepeyes', DEEPEYES, { name: 'deepeyes-vstar' });
   ({ runId } = await workspaceWriter(tmp).write(imported));
-  transcript = new TranscriptEngine();
+  transcript = new TranscriptJudgeEngine();
   server = await startOpenAIServer({ engine: transcript, port: 0, modelId: 'judge' });
 }, 60_000);
 afterAll(async () => {
@@ -103,7 +81,7 @@ describe('llm-judge against a recorded judge transcript (served over HTTP)', () 
   }, 120_000);
 
   it('a judge that disagrees shows up as disagreements (the comparison can fail)', async () => {
-    const contrary = new TranscriptEngine();
+    const contrary = new TranscriptJudgeEngine();
     for (const [k, v] of contrary.replies) contrary.replies.set(k, v.includes('1') ? '0' : '1');
     const s2 = await startOpenAIServer({ engine: contrary, port: 0, modelId: 'judge' });
     try {
