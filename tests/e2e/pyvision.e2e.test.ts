@@ -39,6 +39,20 @@ describe('PyVision in the UI', () => {
     const dir = tempWorkspace('loupe-pyvision-e2e-');
     const ws = await new Workspace(dir).init();
     const ops = new SharpImageOps(ws.media);
+    // First, since the Demo lists the newest recordings: a DeepEyes V* import re-scored by a judge that
+    // flips its first 5 recorded verdicts (so the two scorers disagree on exactly those samples), served
+    // over loopback HTTP.
+    const { runId: imported } = await workspaceWriter(dir).write(await importRun('deepeyes', path.join(ROOT, 'tests/fixtures/importers/deepeyes'), { name: 'deepeyes-vstar' }));
+    const judge = new TranscriptJudgeEngine();
+    [...judge.replies.keys()].slice(0, 5).forEach((k) => judge.replies.set(k, judge.replies.get(k)!.includes('1') ? '0' : '1'));
+    const server = await startOpenAIServer({ engine: judge, port: 0, modelId: 'judge' });
+    try {
+      const s = await rescoreRun({ store: ws.runs, runId: imported, scorer: new LlmJudgeScorer({ client: engineJudgeClient(new OpenAIEngine({ baseURL: server.url, model: 'judge' })), promptVersion: 'deepeyes-eval/v1', cache: JudgeCache.memory() }) });
+      expect(s.disagreements).toBe(5);
+      rescoredId = s.runId;
+    } finally {
+      await server.close();
+    }
     const { trajectory, sandbox } = await runPyVisionEpisode({
       engine: new ScriptedEngine(TURNS, { model: 'scripted-pyvision' }),
       variant: 'PV',
@@ -53,19 +67,6 @@ describe('PyVision in the UI', () => {
     await handle.appendSample({ qid: 'glass', bench: 'demo', question: trajectory.question, answer: 'a glass', prediction: trajectory.finalText ?? '', score: 1, correct: true, stop_reason: trajectory.stopReason, calls, tool_errors: toolErrors, trajectory });
     await handle.close();
     runId = handle.id;
-    // A DeepEyes V* import re-scored by a judge that flips its first 5 recorded verdicts (so the two
-    // scorers disagree on exactly those samples), served over loopback HTTP.
-    const { runId: imported } = await workspaceWriter(dir).write(await importRun('deepeyes', path.join(ROOT, 'tests/fixtures/importers/deepeyes'), { name: 'deepeyes-vstar' }));
-    const judge = new TranscriptJudgeEngine();
-    [...judge.replies.keys()].slice(0, 5).forEach((k) => judge.replies.set(k, judge.replies.get(k)!.includes('1') ? '0' : '1'));
-    const server = await startOpenAIServer({ engine: judge, port: 0, modelId: 'judge' });
-    try {
-      const s = await rescoreRun({ store: ws.runs, runId: imported, scorer: new LlmJudgeScorer({ client: engineJudgeClient(new OpenAIEngine({ baseURL: server.url, model: 'judge' })), promptVersion: 'deepeyes-eval/v1', cache: JudgeCache.memory() }) });
-      expect(s.disagreements).toBe(5);
-      rescoredId = s.runId;
-    } finally {
-      await server.close();
-    }
     app = await startApp(dir);
     browser = await launchBrowser();
   }, 180_000);
@@ -100,6 +101,8 @@ describe('PyVision in the UI', () => {
     const { page, errors } = await newPage(browser, { width: 1400, height: 900 });
     await page.goto(`${app.openUrl}#/runs`);
     await page.getByTestId('sample-row').first().waitFor();
+    await page.getByLabel(`select ${rescoredId}`).check();
+    await page.getByLabel(`select ${runId}`).uncheck();
     await page.getByTestId('query-input').fill('disagree = true');
     await page.getByTestId('query-input').press('Enter');
     await page.waitForFunction(() => /^5 /.test(document.querySelector('[data-testid=row-count]')?.textContent ?? ''));
@@ -111,6 +114,38 @@ describe('PyVision in the UI', () => {
     for (const c of cells) expect(['≠1.00 / 0.00', '≠0.00 / 1.00']).toContain(c);
     expect(await rows.first().textContent()).toContain(rescoredId.slice(0, 8));
     await screenshot(page, 'rescore-disagreements');
+    expect(errors).toEqual([]);
+  });
+
+  it("Demo step mode: the user edits the model's code before it runs; the edited code runs in the sandbox", async () => {
+    const { page, errors } = await newPage(browser, { width: 1400, height: 1100 });
+    await page.goto(`${app.openUrl}#/demo`);
+    await page.getByTestId('engine-replay').click();
+    const option = page.getByTestId('replay-source').locator('option', { hasText: 'pyvision-demo / glass' }).first();
+    await option.waitFor({ state: 'attached' });
+    await page.getByTestId('replay-source').selectOption((await option.getAttribute('value'))!);
+    await page.getByTestId('use-recorded').click();
+    await expect(page.getByTestId('dialect').inputValue()).resolves.toBe('pyvision');
+    await page.getByTestId('step-mode').check();
+    await page.getByTestId('run').click();
+    await page.getByTestId('pause-panel').filter({ hasText: "turn 1's call" }).waitFor().catch(async (err: unknown) => {
+      await screenshot(page, 'pyvision-demo-failure');
+      throw err;
+    });
+    const editor = page.getByTestId('code-editor');
+    await expect(editor.inputValue()).resolves.toContain("print(f'size: {w}x{h}')");
+    await editor.fill("w, h = image_clue_0.size\ncrop = image_clue_0.crop((0, 0, w // 2, h // 2))\nprint('edited by a person:', w * h, 'pixels')\nplt.imshow(crop)\nplt.show()");
+    await screenshot(page, 'pyvision-demo-edit-code');
+    await page.getByTestId('continue-edited').click();
+    await page.getByTestId('pause-panel').filter({ hasText: "turn 2's call" }).waitFor();
+    await page.getByTestId('continue-run').click();
+    await page.getByTestId('run-status').filter({ hasText: 'done' }).waitFor({ timeout: 60_000 });
+    await expect(page.getByTestId('code-step-1').textContent()).resolves.toContain("print('edited by a person:', w * h, 'pixels')");
+    await expect(page.getByTestId('stdout-step-1').textContent()).resolves.toBe('edited by a person: 1593600 pixels\n');
+    await expect(page.getByTestId('step-card-1').locator('.tv-tag-edited').count()).resolves.toBe(1);
+    await expect(page.getByTestId('figure-step-1').count()).resolves.toBe(1);
+    await expect(page.getByTestId('figure-step-2').count()).resolves.toBe(2);
+    await screenshot(page, 'pyvision-demo-edited-run');
     expect(errors).toEqual([]);
   });
 });

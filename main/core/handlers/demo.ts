@@ -22,6 +22,8 @@ import type { Engine, EngineDevice, EngineDtype } from '../../../app/engines/typ
 import { buildStoryboard, renderTrajectoryHtml, trajectoryMediaIds } from '../../../app/export';
 import { APP_VERSION } from '../../../app/version';
 import { createImageOps } from '../../../native/image';
+import { startPySandbox } from '../../../native/pysandbox';
+import { runPyVisionEpisode } from '../../../app/agent/pyvisionEpisode';
 import { childProcessTransportFactory } from '../../../native/engine/childProcessTransport';
 import { repoRoot } from '../repoRoot';
 import type { CoreContext } from '../context';
@@ -42,7 +44,7 @@ const BUNDLED: Array<{ id: string; dir: string[]; name: string }> = [
 interface Pause {
   turnIndex: number;
   proposal: DemoProposal;
-  resolve(d: { action: 'run' | 'edit' | 'stop'; bbox?: Box; keepStepping: boolean }): void;
+  resolve(d: { action: 'run' | 'edit' | 'stop'; bbox?: Box; code?: string; keepStepping: boolean }): void;
 }
 
 interface LiveRun {
@@ -361,7 +363,82 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     });
   }
 
+  /**
+   * A PyVision branch: the code tool in the episode's sandbox (isolated; see native/pysandbox). Step mode
+   * pauses before each code run with the code, which the person may edit; the sandbox facts go to the
+   * manifest.
+   */
+  async function runPyVisionBranch(run: LiveRun, req: RunReq, branch: DemoBranch): Promise<{ trajectory: Trajectory; engineLabel: string; replay: boolean; modelId: string; sandbox?: unknown }> {
+    const send = (ev: DemoEvent) => ctx.emit('demo:event', ev);
+    const variant = req.dialect === 'pyvision' ? 'PV' : 'PVRL';
+    let made: Awaited<ReturnType<typeof makeEngine>>;
+    try {
+      made = await makeEngine(req.engine, req.settings);
+    } catch (err) {
+      const message = `the engine could not start: ${errorText(err)}`;
+      send({ runId: run.id, branch: branch.id, type: 'error', message });
+      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'engine_error', error: message }, engineLabel: req.engine.kind, replay: req.engine.kind === 'replay', modelId: req.engine.kind };
+    }
+    try {
+      const r = await runPyVisionEpisode({
+        engine: made.engine,
+        variant,
+        question: req.question,
+        images: req.media.map((m) => media.pathOf(m.id)),
+        imageOps,
+        sandbox: (ep) => startPySandbox(ep),
+        signal: run.controller.signal,
+        temperature: req.settings.temperature,
+        ...(req.settings.maxTokensPerTurn ? { maxTokens: req.settings.maxTokensPerTurn } : {}),
+        ...(req.settings.maxCalls ? { maxTurns: req.settings.maxCalls + 1 } : {}),
+        onStep: (ev) => {
+          if (ev.type === 'episode-start') send({ runId: run.id, branch: branch.id, type: 'start', media: ev.media, originals: ev.media, isVideo: false, system: '', userText: ev.userText, engineLabel: made.label, replay: made.replay });
+          else if (ev.type === 'turn-start') send({ runId: run.id, branch: branch.id, type: 'turn-start', turnIndex: ev.turnIndex, at: Date.now() });
+          else if (ev.type === 'token') send({ runId: run.id, branch: branch.id, type: 'tokens', turnIndex: ev.turnIndex, delta: ev.delta });
+          else if (ev.type === 'code-executed') send({ runId: run.id, branch: branch.id, type: 'call', turnIndex: ev.turnIndex, call: ev.call, observation: ev.observation });
+          else if (ev.type === 'turn-end') send({ runId: run.id, branch: branch.id, type: 'turn', turn: ev.turn });
+        },
+        stepHook: async (h) => {
+          if (!run.stepping) return undefined;
+          const proposal: DemoProposal = { turnIndex: h.turnIndex, name: 'python', raw: h.code, kind: 'code', code: h.code };
+          const decision = await new Promise<Parameters<Pause['resolve']>[0]>((resolve) => {
+            run.pause = { turnIndex: h.turnIndex, proposal, resolve };
+            send({ runId: run.id, branch: branch.id, type: 'paused', proposal });
+          });
+          run.pause = null;
+          run.stepping = decision.keepStepping;
+          if (decision.action === 'stop') return { cancel: true };
+          if (decision.action === 'edit' && decision.code !== undefined) return { code: decision.code };
+          return undefined;
+        },
+      });
+      if (r.trajectory.error && r.trajectory.stopReason !== 'cancelled') send({ runId: run.id, branch: branch.id, type: 'error', message: r.trajectory.error });
+      return { trajectory: r.trajectory, engineLabel: made.label, replay: made.replay, modelId: made.modelId, sandbox: r.sandbox };
+    } catch (err) {
+      // No isolation here (or the sandbox failed to start): say so, keep the run.
+      const message = errorText(err);
+      send({ runId: run.id, branch: branch.id, type: 'error', message });
+      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'error', error: message }, engineLabel: made.label, replay: made.replay, modelId: made.modelId };
+    } finally {
+      if (made.owned) await made.engine.dispose().catch(() => undefined);
+    }
+  }
+
   async function execute(run: LiveRun, req: RunReq, handle: RunHandle): Promise<void> {
+    if (req.dialect === 'pyvision' || req.dialect === 'pyvision-rl') {
+      const b: DemoBranch = { id: 'b0', label: 'Original' };
+      run.branches.push(b);
+      if (!req.stepMode) run.stepping = false;
+      const r = await runPyVisionBranch(run, req, b);
+      if (r.trajectory.turns.some((t) => t.call?.edited)) b.label = 'Edited';
+      const m = handle.manifest;
+      await handle.writeManifest({ ...m, model: { ...m.model, id: r.modelId }, engine: r.replay ? 'replay' : m.engine, extra: { ...m.extra, engineLabel: r.engineLabel, ...(r.sandbox ? { sandbox: r.sandbox } : {}) } }).catch(() => undefined);
+      run.branches[0] = { ...b, trajectory: r.trajectory };
+      await save(handle, req, b, r.trajectory, new Map());
+      ctx.emit('runs:changed', { runId: run.id });
+      emit0({ runId: run.id, branch: b.id, type: 'done', trajectory: r.trajectory, branches: [{ id: b.id, label: b.label }] });
+      return;
+    }
     const dialect = getDialect(req.dialect);
     const first: DemoBranch = { id: 'b0', label: 'Original' };
     run.branches.push(first);
@@ -475,7 +552,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     'demo:run': async (input) => {
       const req = DemoRunReqSchema.parse(input satisfies DemoRunReq);
       for (const m of req.media) if (!(await media.has(m.id).catch(() => false))) throw new Error(`media ${m.id} is not in this workspace; import the image again`);
-      getDialect(req.dialect);
+      if (req.dialect !== 'pyvision' && req.dialect !== 'pyvision-rl') getDialect(req.dialect);
       const handle = await runs.createRun({
         kind: 'demo',
         name: `demo ${req.question.slice(0, 30)}`,
@@ -511,9 +588,14 @@ export function demoHandlers(ctx: CoreContext): Handlers {
       return { stopped: true };
     },
 
-    'demo:continue': ({ runId, turnIndex, action, bbox, keepStepping }) => {
+    'demo:continue': ({ runId, turnIndex, action, bbox, code, keepStepping }) => {
       const run = live.get(runId);
       if (!run?.pause || run.pause.turnIndex !== turnIndex) return { ok: false };
+      if (action === 'edit' && run.pause.proposal.kind === 'code') {
+        if (code === undefined) throw new Error('action "edit" of a code call needs code: the Python to run instead');
+        run.pause.resolve({ action, code, keepStepping });
+        return { ok: true };
+      }
       if (action === 'edit') {
         if (!bbox) throw new Error('action "edit" needs bbox: [x1, y1, x2, y2] normalized to the target image');
         if (run.pause.proposal.kind !== 'crop') throw new Error(`the paused call of turn ${turnIndex} is not a crop; only crops can be edited`);
