@@ -206,6 +206,18 @@ class Runtime:
                     os.waitpid(-1, 0)  # every child got SIGKILL: reap them all before replying
             except ChildProcessError:
                 pass
+            # Grandchildren were re-parented to the namespace's init, which reaps them on its own
+            # time: wait (briefly) until only init and this worker are left.
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+                if not others:
+                    break
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                time.sleep(0.02)
         # Restore an unlimited-in-practice soft limit so the worker can reply.
         resource.setrlimit(resource.RLIMIT_CPU, (resource.getrlimit(resource.RLIMIT_CPU)[1], resource.getrlimit(resource.RLIMIT_CPU)[1]))
         figs = self.g.get("_captured_figures")
