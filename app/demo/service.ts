@@ -9,6 +9,8 @@ import path from 'node:path';
 import type { Box, DemoBranch, DemoEvent, DemoExample, DemoProposal, DemoRunReq, ExportResult, MediaRef, ReplaySource, Trajectory } from '../contract';
 import { DemoRunReqSchema } from '../contract';
 import { runEpisode, ScriptedEngine, countCalls, type StepHookContext, type StepHookDecision } from '../agent';
+import { runPyVisionEpisode } from '../agent/pyvisionEpisode';
+import type { CodeSandboxFactory } from '../tools/codeSandbox';
 import { getDialect } from '../protocol';
 import type { CallPlan, Dialect, ParsedCall } from '../protocol/types';
 import { pyJsonDumps } from '../pycompat/json';
@@ -29,7 +31,7 @@ const VIDEO_EXT = new Set(['.mp4', '.webm', '.mov', '.avi', '.mkv', '.m4v']);
 interface Pause {
   turnIndex: number;
   proposal: DemoProposal;
-  resolve(d: { action: 'run' | 'edit' | 'stop'; bbox?: Box; keepStepping: boolean }): void;
+  resolve(d: { action: 'run' | 'edit' | 'stop'; bbox?: Box; code?: string; keepStepping: boolean }): void;
 }
 
 interface LiveRun {
@@ -83,6 +85,8 @@ export interface DemoServiceDeps {
   toJpeg(bytes: Uint8Array, quality: number): Promise<Uint8Array>;
   /** The bundled example scenes (models/loupe-tiny/examples). */
   examplesDir: string;
+  /** Runs PyVision code (native/pysandbox in the app); without it, pyvision demo runs end with a clear error. */
+  codeSandbox?: CodeSandboxFactory;
   emit<E extends EventName>(event: E, payload: EventPayload<E>): void;
   setEngineState(next: EngineState): void;
   getEngineState(): EngineState;
@@ -284,7 +288,88 @@ export function createDemoService(d: DemoServiceDeps) {
     });
   }
 
+  /**
+   * A PyVision branch: the code tool in the episode's sandbox (isolated; see native/pysandbox). Step mode
+   * pauses before each code run with the code, which the person may edit; the sandbox facts go to the
+   * manifest.
+   */
+  async function runPyVisionBranch(run: LiveRun, req: RunReq, branch: DemoBranch): Promise<{ trajectory: Trajectory; engineLabel: string; replay: boolean; modelId: string; sandbox?: unknown }> {
+    const send = (ev: DemoEvent) => d.emit('demo:event', ev);
+    const variant = req.dialect === 'pyvision' ? 'PV' : 'PVRL';
+    const codeSandbox = d.codeSandbox;
+    if (!codeSandbox) {
+      const message = 'this Loupe has no code sandbox wired in, so PyVision code cannot run here';
+      send({ runId: run.id, branch: branch.id, type: 'error', message });
+      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'error', error: message }, engineLabel: req.engine.kind, replay: req.engine.kind === 'replay', modelId: req.engine.kind };
+    }
+    let made: Awaited<ReturnType<typeof makeEngine>>;
+    try {
+      made = await makeEngine(req.engine, req.settings);
+    } catch (err) {
+      const message = `the engine could not start: ${errorText(err)}`;
+      send({ runId: run.id, branch: branch.id, type: 'error', message });
+      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'engine_error', error: message }, engineLabel: req.engine.kind, replay: req.engine.kind === 'replay', modelId: req.engine.kind };
+    }
+    try {
+      const r = await runPyVisionEpisode({
+        engine: made.engine,
+        variant,
+        question: req.question,
+        images: req.media.map((m) => media.pathOf(m.id)),
+        imageOps,
+        sandbox: codeSandbox,
+        signal: run.controller.signal,
+        temperature: req.settings.temperature,
+        ...(req.settings.maxTokensPerTurn ? { maxTokens: req.settings.maxTokensPerTurn } : {}),
+        ...(req.settings.maxCalls ? { maxTurns: req.settings.maxCalls + 1 } : {}),
+        onStep: (ev) => {
+          if (ev.type === 'episode-start') send({ runId: run.id, branch: branch.id, type: 'start', media: ev.media, originals: ev.media, isVideo: false, system: '', userText: ev.userText, engineLabel: made.label, replay: made.replay });
+          else if (ev.type === 'turn-start') send({ runId: run.id, branch: branch.id, type: 'turn-start', turnIndex: ev.turnIndex, at: Date.now() });
+          else if (ev.type === 'token') send({ runId: run.id, branch: branch.id, type: 'tokens', turnIndex: ev.turnIndex, delta: ev.delta });
+          else if (ev.type === 'code-executed') send({ runId: run.id, branch: branch.id, type: 'call', turnIndex: ev.turnIndex, call: ev.call, observation: ev.observation });
+          else if (ev.type === 'turn-end') send({ runId: run.id, branch: branch.id, type: 'turn', turn: ev.turn });
+        },
+        stepHook: async (h) => {
+          if (!run.stepping) return undefined;
+          const proposal: DemoProposal = { turnIndex: h.turnIndex, name: 'python', raw: h.code, kind: 'code', code: h.code };
+          const decision = await new Promise<Parameters<Pause['resolve']>[0]>((resolve) => {
+            run.pause = { turnIndex: h.turnIndex, proposal, resolve };
+            send({ runId: run.id, branch: branch.id, type: 'paused', proposal });
+          });
+          run.pause = null;
+          run.stepping = decision.keepStepping;
+          if (decision.action === 'stop') return { cancel: true };
+          if (decision.action === 'edit' && decision.code !== undefined) return { code: decision.code };
+          return undefined;
+        },
+      });
+      if (r.trajectory.error && r.trajectory.stopReason !== 'cancelled') send({ runId: run.id, branch: branch.id, type: 'error', message: r.trajectory.error });
+      return { trajectory: r.trajectory, engineLabel: made.label, replay: made.replay, modelId: made.modelId, sandbox: r.sandbox };
+    } catch (err) {
+      // No isolation here (or the sandbox failed to start): say so, keep the run.
+      const message = errorText(err);
+      send({ runId: run.id, branch: branch.id, type: 'error', message });
+      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'error', error: message }, engineLabel: made.label, replay: made.replay, modelId: made.modelId };
+    } finally {
+      if (made.owned) await made.engine.dispose().catch(() => undefined);
+    }
+  }
+
   async function execute(run: LiveRun, req: RunReq, handle: RunHandle): Promise<void> {
+    if (req.dialect === 'pyvision' || req.dialect === 'pyvision-rl') {
+      const b: DemoBranch = { id: 'b0', label: 'Original' };
+      run.branches.push(b);
+      if (!req.stepMode) run.stepping = false;
+      const r = await runPyVisionBranch(run, req, b);
+      if (r.trajectory.turns.some((t) => t.call?.edited)) b.label = 'Edited';
+      const m = handle.manifest;
+      await handle.writeManifest({ ...m, model: { ...m.model, id: r.modelId }, engine: r.replay ? 'replay' : m.engine, extra: { ...m.extra, engineLabel: r.engineLabel, ...(r.sandbox ? { sandbox: r.sandbox } : {}) } }).catch(() => undefined);
+      run.branches[0] = { ...b, trajectory: r.trajectory };
+      await save(handle, req, b, r.trajectory, new Map());
+      d.emit('runs:changed', { runId: run.id });
+      emit0({ runId: run.id, branch: b.id, type: 'done', trajectory: r.trajectory, branches: [{ id: b.id, label: b.label }] });
+      return;
+    }
     const dialect = getDialect(req.dialect);
     const first: DemoBranch = { id: 'b0', label: 'Original' };
     run.branches.push(first);
@@ -399,7 +484,7 @@ export function createDemoService(d: DemoServiceDeps) {
     run: async (input: DemoRunReq): Promise<{ runId: string }> => {
       const req = DemoRunReqSchema.parse(input);
       for (const m of req.media) if (!(await media.has(m.id).catch(() => false))) throw new Error(`media ${m.id} is not in this workspace; import the image again`);
-      getDialect(req.dialect);
+      if (req.dialect !== 'pyvision' && req.dialect !== 'pyvision-rl') getDialect(req.dialect);
       const handle = await runs.createRun({
         kind: 'demo',
         name: `demo ${req.question.slice(0, 30)}`,
@@ -435,9 +520,14 @@ export function createDemoService(d: DemoServiceDeps) {
       return { stopped: true };
     },
 
-    continue: ({ runId, turnIndex, action, bbox, keepStepping }: { runId: string; turnIndex: number; action: 'run' | 'edit' | 'stop'; bbox?: Box | undefined; keepStepping: boolean }) => {
+    continue: ({ runId, turnIndex, action, bbox, code, keepStepping }: { runId: string; turnIndex: number; action: 'run' | 'edit' | 'stop'; bbox?: Box | undefined; code?: string | undefined; keepStepping: boolean }) => {
       const run = live.get(runId);
       if (!run?.pause || run.pause.turnIndex !== turnIndex) return { ok: false };
+      if (action === 'edit' && run.pause.proposal.kind === 'code') {
+        if (code === undefined) throw new Error('action "edit" of a code call needs code: the Python to run instead');
+        run.pause.resolve({ action, code, keepStepping });
+        return { ok: true };
+      }
       if (action === 'edit') {
         if (!bbox) throw new Error('action "edit" needs bbox: [x1, y1, x2, y2] normalized to the target image');
         if (run.pause.proposal.kind !== 'crop') throw new Error(`the paused call of turn ${turnIndex} is not a crop; only crops can be edited`);

@@ -8,6 +8,7 @@ import { deepDiff, formatReport, loadVectors, parseVectors, runVectors, suiteReg
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PUBLIC = path.join(root, 'tests/fixtures/vectors/public.json');
+const PYVISION = path.join(root, 'tests/fixtures/vectors/pyvision-public.json');
 
 describe('golden vectors: public.json through the runner', () => {
   const cases = loadVectors(PUBLIC);
@@ -49,7 +50,7 @@ describe('golden vectors: public.json through the runner', () => {
   });
 
   it('registers the protocol and scorer suites', () => {
-    expect(Object.keys(suiteRegistry())).toEqual(expect.arrayContaining(['smart_resize', 'crop', 'select_frames', 'toolcall', 'anls', 'mra', 'tallyqa', 'mc_vstar', 'mc_vsi', 'pr_boxed']));
+    expect(Object.keys(suiteRegistry())).toEqual(expect.arrayContaining(['smart_resize', 'crop', 'select_frames', 'toolcall', 'anls', 'mra', 'tallyqa', 'mc_vstar', 'mc_vsi', 'pr_boxed', 'pyvision_code', 'pyvision_obs', 'pyvision_answer', 'pyvision_prompt', 'pyvision_mra']));
   });
 
   it('compares doubles exactly and types strictly', () => {
@@ -64,6 +65,34 @@ describe('golden vectors: public.json through the runner', () => {
   });
 });
 
+describe('golden vectors: pyvision-public.json through the runner', () => {
+  const cases = loadVectors(PYVISION);
+
+  it('passes all 172 PyVision cases, per suite', () => {
+    const summary = runVectors(cases);
+    expect(summary.results.filter((r) => r.status === 'failed').map((r) => `${r.suite}/${r.name}`)).toEqual([]);
+    expect(summary).toMatchObject({ passed: 172, failed: 0, skipped: 0 });
+    const bySuite = (s: string) => summary.results.filter((r) => r.suite === s && r.status === 'passed').length;
+    expect([bySuite('pyvision_code'), bySuite('pyvision_obs'), bySuite('pyvision_answer'), bySuite('pyvision_prompt'), bySuite('pyvision_mra')]).toEqual([83, 44, 23, 9, 13]);
+  });
+
+  it('fails a changed observation and names the path', () => {
+    const tampered: VectorCase[] = structuredClone(cases.filter((c) => c.name === 'img_five_start4_pvrl'));
+    (tampered[0]!.expected as { nextImageIndex: number }).nextImageIndex = 6;
+    const summary = runVectors(tampered);
+    expect(summary.failed).toBe(1);
+    expect(formatReport(summary)).toContain('$.nextImageIndex: expected 6, actual 9');
+  });
+
+  it('passes the case name to suites that need it (judgeprompt_* record the judge prompt)', () => {
+    const jp = cases.find((c) => c.name === 'judgeprompt_vsi')!;
+    const renamed = { ...structuredClone(jp), name: 'renamed' };
+    const summary = runVectors([jp, renamed]);
+    expect(summary.results.map((r) => r.status)).toEqual(['passed', 'failed']);
+    expect(summary.results[1]!.differences![0]!.path).toBe('$.judgePrompt');
+  });
+});
+
 describe('loupe vectors (CLI)', () => {
   const cli = (...args: string[]) =>
     spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'vectors', ...args], { cwd: root, encoding: 'utf8' });
@@ -73,6 +102,12 @@ describe('loupe vectors (CLI)', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout.trim().split('\n').at(-1)).toBe('38 passed, 0 failed');
+  });
+
+  it('runs the PyVision file: 172 passed', () => {
+    const r = cli(PYVISION);
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split('\n').at(-1)).toBe('172 passed, 0 failed');
   });
 
   it('exits 1 when a case fails', () => {

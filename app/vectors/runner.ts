@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { scorerSuites } from '../bench/scorers/vectorSuites';
 import { protocolSuites } from './protocolSuites';
+import { pyvisionSuites } from './pyvisionSuites';
 
 export interface VectorCase {
   suite: string;
@@ -16,11 +17,12 @@ export interface VectorCase {
   note?: string;
 }
 
-export type SuiteFn = (input: unknown) => unknown;
+/** `meta.name` is the case name, for the few suites whose README ties a field to it (`judgeprompt_*`). */
+export type SuiteFn = (input: unknown, meta?: { name: string }) => unknown;
 
-/** Every suite the runner knows: the protocol suites here plus the scorer suites of `app/bench`. */
+/** Every suite the runner knows: the protocol and PyVision suites here plus the scorer suites of `app/bench`. */
 export function suiteRegistry(): Record<string, SuiteFn> {
-  return { ...scorerSuites, ...protocolSuites };
+  return { ...scorerSuites, ...protocolSuites, ...pyvisionSuites };
 }
 
 /**
@@ -167,7 +169,7 @@ export function runVectors(cases: readonly VectorCase[], opts: RunOptions = {}):
     }
     let actual: unknown;
     try {
-      actual = toComparable(fn(c.input));
+      actual = toComparable(fn(c.input, { name: c.name }));
     } catch (e) {
       results.push({ suite: c.suite, name: c.name, status: 'failed', error: `threw ${(e as Error)?.stack ?? String(e)}` });
       continue;

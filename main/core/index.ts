@@ -25,6 +25,7 @@ import { Workspace } from '../../app/workspace';
 import { ModelService } from '../../app/engines/models';
 import type { EngineManager } from '../../app/engines/manager';
 import { createDemoService } from '../../app/demo/service';
+import { startPySandbox } from '../../native/pysandbox';
 import { SharpAnimationRenderer, toJpeg } from '../../native/image/animation';
 import { createEngineManager, imageOpsFor } from './wiring';
 import { repoRoot } from './repoRoot';
@@ -105,6 +106,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     animator: new SharpAnimationRenderer((id) => ws.media.pathOf(id)),
     toJpeg,
     examplesDir: modelsPath('loupe-tiny', 'examples'),
+    codeSandbox: (ep) => startPySandbox(ep),
     emit,
     setEngineState,
     getEngineState: () => engineState,

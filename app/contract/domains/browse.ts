@@ -32,6 +32,9 @@ export const SampleRowSchema = z.object({
   question: z.string(),
   correct: z.boolean(),
   score: z.number(),
+  /** Additive: every scorer's score of a re-scored sample, and whether the two disagree on `correct`. */
+  scores: z.record(z.string(), z.number()).optional(),
+  disagree: z.boolean().optional(),
   calls: z.number(),
   tool_errors: z.number(),
   stop: z.string(),

@@ -58,7 +58,8 @@ export const DemoRunReqSchema = z
     isVideo: z.boolean().default(false),
     question: z.string().min(1),
     engine: DemoEngineSpecSchema,
-    dialect: z.enum(['pixel-reasoner', 'verl-tool', 'deepeyes']).default('pixel-reasoner'),
+    /** `pyvision` / `pyvision-rl`: the code tool (PV / PVRL), run in the episode's sandbox. */
+    dialect: z.enum(['pixel-reasoner', 'verl-tool', 'deepeyes', 'pyvision', 'pyvision-rl']).default('pixel-reasoner'),
     prompt: z.enum(['vcot', 'notool']).default('vcot'),
     settings: DemoSettingsSchema.default({ temperature: 0 }),
     /** Pause before each tool call runs (see `demo:continue`). */
@@ -72,8 +73,10 @@ export const DemoProposalSchema = z.object({
   turnIndex: z.number().int(),
   name: z.string().nullable(),
   raw: z.string(),
-  /** 'crop' calls can be edited; 'frames' and 'error' calls can only run or stop. */
-  kind: z.enum(['crop', 'frames', 'error']),
+  /** 'crop' calls (the box) and 'code' calls (the Python) can be edited; 'frames' and 'error' calls can only run or stop. */
+  kind: z.enum(['crop', 'frames', 'error', 'code']),
+  /** 'code': the Python the model wrote, as it would run. */
+  code: z.string().optional(),
   targetIndex: z.number().int().optional(),
   target: MediaRefSchema.optional(),
   bboxMode: z.enum(['normalized', 'absolute']).optional(),
@@ -166,8 +169,10 @@ export const demoCalls = {
         runId: z.string().min(1),
         turnIndex: z.number().int().nonnegative(),
         action: z.enum(['run', 'edit', 'stop']),
-        /** Normalized [x1, y1, x2, y2] on the target image, for `edit`. */
+        /** Normalized [x1, y1, x2, y2] on the target image, for `edit` of a crop. */
         bbox: BoxSchema.optional(),
+        /** The Python to run instead, for `edit` of a code call. */
+        code: z.string().optional(),
         /** Keep pausing at later calls (default true). */
         keepStepping: z.boolean().default(true),
       })

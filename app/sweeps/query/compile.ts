@@ -13,7 +13,7 @@ export interface QuerySource {
   dict(field: StringField): { codes: ArrayLike<number>; values: readonly string[]; lower?: readonly string[] };
   num(field: NumberField): ArrayLike<number>;
   /** 1 true, 0 false, -1 missing. */
-  bool(field: 'correct'): ArrayLike<number>;
+  bool(field: 'correct' | 'disagree'): ArrayLike<number>;
   /** The row's current labels. */
   labels(row: number): readonly string[] | undefined;
 }
@@ -26,6 +26,7 @@ export interface QueryRow {
   category?: string;
   stop?: string;
   correct?: boolean;
+  disagree?: boolean;
   score?: number;
   calls?: number;
   tool_errors?: number;
@@ -110,8 +111,9 @@ function bindCmp(n: Extract<QueryNode, { kind: 'cmp' }>, src: QuerySource): Pred
       };
       break;
     }
-    case 'correct': {
-      const col = src.bool('correct');
+    case 'correct':
+    case 'disagree': {
+      const col = src.bool(field);
       const want = value === true ? 1 : 0;
       p = (i) => col[i] === want;
       break;
@@ -183,8 +185,8 @@ export function matchRow(n: QueryNode, r: QueryRow): boolean {
       let res: boolean;
       if (field === 'label') {
         res = labelPred(op, value as string, () => r.labels)(0);
-      } else if (field === 'correct') {
-        res = r.correct !== undefined && r.correct === value;
+      } else if (field === 'correct' || field === 'disagree') {
+        res = r[field] !== undefined && r[field] === value;
       } else if (field === 'score' || field === 'calls' || field === 'tool_errors' || field === 'latency') {
         const x = r[field];
         res = x !== undefined && cmpNum(op === '!=' ? '=' : op, x, value as number);

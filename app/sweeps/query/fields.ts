@@ -6,7 +6,7 @@ import { StopReasonSchema } from '../../contract/trajectory';
 export type FieldType = 'string' | 'number' | 'bool' | 'enum' | 'labels';
 
 /** Canonical field names. */
-export type QueryField = 'bench' | 'category' | 'correct' | 'score' | 'calls' | 'stop' | 'tool_errors' | 'latency' | 'label' | 'qid' | 'run';
+export type QueryField = 'bench' | 'category' | 'correct' | 'disagree' | 'score' | 'calls' | 'stop' | 'tool_errors' | 'latency' | 'label' | 'qid' | 'run';
 export type StringField = 'bench' | 'category' | 'stop' | 'qid' | 'run';
 export type NumberField = 'score' | 'calls' | 'tool_errors' | 'latency';
 
@@ -24,6 +24,7 @@ export const FIELDS: Readonly<Record<QueryField, FieldSpec>> = {
   bench: { type: 'string', description: 'benchmark id, e.g. vstar' },
   category: { type: 'string', description: 'benchmark category' },
   correct: { type: 'bool', description: 'true when the sample was scored correct' },
+  disagree: { type: 'bool', description: 'true when a re-scored sample is correct under one scorer and not the other (loupe rescore)' },
   score: { type: 'number', description: 'the sample score (0–1)' },
   calls: { type: 'number', description: 'number of tool calls (zoom/frames)' },
   stop: { type: 'enum', description: 'why the episode ended', values: STOP_REASONS },

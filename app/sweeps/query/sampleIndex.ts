@@ -72,6 +72,10 @@ export interface SampleRow {
   question: string;
   correct: boolean;
   score: number;
+  /** Every scorer's score, when the sample was re-scored (`loupe rescore`). */
+  scores?: Readonly<Record<string, number>>;
+  /** Re-scored and correct under one scorer but not the other. */
+  disagree?: boolean;
   calls: number;
   tool_errors: number;
   stop: string;
@@ -131,6 +135,8 @@ export class SampleIndex implements QuerySource {
   private readonly dicts: Record<StringField, DictColumn>;
   private nums: Record<NumberField, Float64Array>;
   private correctCol: Int8Array;
+  private disagreeCol: Int8Array;
+  private scoreMaps: Array<Readonly<Record<string, number>> | undefined> = [];
   private readonly labelSets: Array<readonly string[] | undefined> = [];
   private readonly texts: string[] = [];
   private readonly questions: string[] = [];
@@ -162,6 +168,7 @@ export class SampleIndex implements QuerySource {
       latency: new Float64Array(this.cap),
     };
     this.correctCol = new Int8Array(this.cap);
+    this.disagreeCol = new Int8Array(this.cap);
   }
 
   /** Build from records of one run (or several: pass `{ run, record }` items). */
@@ -192,6 +199,9 @@ export class SampleIndex implements QuerySource {
     const b = new Int8Array(c);
     b.set(this.correctCol);
     this.correctCol = b;
+    const d = new Int8Array(c);
+    d.set(this.disagreeCol);
+    this.disagreeCol = d;
     this.cap = c;
   }
 
@@ -217,6 +227,9 @@ export class SampleIndex implements QuerySource {
     this.nums.tool_errors[row] = rec.tool_errors;
     this.nums.latency[row] = rec.latency_ms ?? rec.trajectory?.latencyMs ?? NaN;
     this.correctCol[row] = rec.correct ? 1 : 0;
+    const original = rec.extra?.['original'] as { correct?: unknown } | undefined;
+    this.disagreeCol[row] = original && typeof original.correct === 'boolean' && original.correct !== rec.correct ? 1 : 0;
+    this.scoreMaps[row] = rec.scores && Object.keys(rec.scores).length > 1 ? rec.scores : undefined;
     this.texts[row] = searchableText(rec);
     this.questions[row] = rec.question;
     this.version++;
@@ -242,6 +255,7 @@ export class SampleIndex implements QuerySource {
       question: this.questions[id]!,
       correct: this.correctCol[id] === 1,
       score: this.nums.score[id]!,
+      ...(this.scoreMaps[id] ? { scores: this.scoreMaps[id], disagree: this.disagreeCol[id] === 1 } : {}),
       calls: this.nums.calls[id]!,
       tool_errors: this.nums.tool_errors[id]!,
       stop: this.dicts.stop.get(id)!,
@@ -278,8 +292,8 @@ export class SampleIndex implements QuerySource {
   num(field: NumberField): ArrayLike<number> {
     return this.nums[field];
   }
-  bool(_field: 'correct'): ArrayLike<number> {
-    return this.correctCol;
+  bool(field: 'correct' | 'disagree'): ArrayLike<number> {
+    return field === 'disagree' ? this.disagreeCol : this.correctCol;
   }
   labels(row: number): readonly string[] | undefined {
     return this.labelSets[row];
@@ -507,6 +521,8 @@ export class SampleIndex implements QuerySource {
       }
       case 'correct':
         return this.correctCol;
+      case 'disagree':
+        return this.disagreeCol;
       case 'label': {
         const v = new Float64Array(this.n);
         for (let i = 0; i < this.n; i++) v[i] = this.labelSets[i]?.length ?? 0;

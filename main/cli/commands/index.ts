@@ -11,5 +11,6 @@ import { register as evalCmd } from './eval';
 import { register as report } from './report';
 import { register as runCmd } from './run';
 import { register as runsCmd } from './runs';
+import { register as rescore } from './rescore';
 
-export const commands: Array<(program: Command) => void> = [serve, vectors, synth, serveModel, convert, train, importCmd, evalCmd, report, runCmd, runsCmd];
+export const commands: Array<(program: Command) => void> = [serve, vectors, synth, serveModel, convert, train, importCmd, evalCmd, report, runCmd, runsCmd, rescore];

@@ -44,7 +44,7 @@ interface DemoState {
   localModelId: string;
   openaiUrl: string;
   openaiModel: string;
-  dialect: 'pixel-reasoner' | 'verl-tool' | 'deepeyes';
+  dialect: 'pixel-reasoner' | 'verl-tool' | 'deepeyes' | 'pyvision' | 'pyvision-rl';
   prompt: 'vcot' | 'notool';
   settings: DemoSettingsForm;
   stepMode: boolean;
@@ -57,6 +57,8 @@ interface DemoState {
   proposal: DemoProposal | null;
   /** The box being edited in step mode (normalized to the proposal's target). */
   editBox: Box | null;
+  /** The code being edited in step mode (a PyVision code call). */
+  editCode: string | null;
   errors: string[];
   exports: ExportResult[];
   exporting: boolean;
@@ -139,6 +141,7 @@ export const useDemoStore = create<DemoState>()((set, get) => {
         patch.status = 'paused';
         patch.proposal = ev.proposal;
         patch.editBox = ev.proposal.bboxNormalized ?? null;
+        patch.editCode = ev.proposal.code ?? null;
         patch.activeStep = ev.proposal.turnIndex;
         b.streaming = { turnIndex: ev.proposal.turnIndex, text: b.streaming?.text ?? '' };
         break;
@@ -206,6 +209,7 @@ export const useDemoStore = create<DemoState>()((set, get) => {
     activeStep: 0,
     proposal: null,
     editBox: null,
+    editCode: null,
     errors: [],
     exports: [],
     exporting: false,
@@ -280,7 +284,7 @@ export const useDemoStore = create<DemoState>()((set, get) => {
       const s = get();
       const src = s.replaySources.find((x) => `${x.runId}::${x.qid}` === s.replayKey);
       if (!src) return;
-      set({ question: src.question, ...(src.media.length ? { media: src.media, isVideo: src.isVideo } : {}), dialect: (['pixel-reasoner', 'verl-tool', 'deepeyes'] as const).find((d) => d === src.dialect) ?? s.dialect });
+      set({ question: src.question, ...(src.media.length ? { media: src.media, isVideo: src.isVideo } : {}), dialect: (['pixel-reasoner', 'verl-tool', 'deepeyes', 'pyvision', 'pyvision-rl'] as const).find((d) => d === src.dialect) ?? s.dialect });
     },
 
     pickExample(id) {
@@ -354,7 +358,7 @@ export const useDemoStore = create<DemoState>()((set, get) => {
       const s = get();
       if (!s.runId || !s.proposal) return;
       try {
-        const ok = await getClient().call('demo:continue', { runId: s.runId, turnIndex: s.proposal.turnIndex, action, ...(action === 'edit' && s.editBox ? { bbox: s.editBox } : {}), keepStepping });
+        const ok = await getClient().call('demo:continue', { runId: s.runId, turnIndex: s.proposal.turnIndex, action, ...(action === 'edit' && s.proposal.kind === 'code' && s.editCode !== null ? { code: s.editCode } : action === 'edit' && s.editBox ? { bbox: s.editBox } : {}), keepStepping });
         if (ok.ok) set({ status: 'running', proposal: null, stepMode: keepStepping ? s.stepMode : false });
       } catch (err) {
         set({ errors: [...s.errors, message(err)] });

@@ -4,6 +4,7 @@ import { useShallow } from 'zustand/react/shallow';
 import type { SortKey } from '../../../../app/contract';
 import { PAGE_SIZE, useRunsStore } from '../../stores/useRunsStore';
 import { useAppStore } from '../../stores/useAppStore';
+import type { SampleRow } from '../../../../app/contract';
 
 const COLUMNS: Array<{ field: SortKey['field'] | 'question'; label: string; width: string; num?: boolean }> = [
   { field: 'run', label: 'Run', width: '120px' },
@@ -11,7 +12,7 @@ const COLUMNS: Array<{ field: SortKey['field'] | 'question'; label: string; widt
   { field: 'category', label: 'Category', width: '130px' },
   { field: 'question', label: 'Question', width: 'minmax(200px, 1fr)' },
   { field: 'correct', label: 'Correct', width: '70px' },
-  { field: 'score', label: 'Score', width: '60px', num: true },
+  { field: 'score', label: 'Score', width: '118px', num: true },
   { field: 'calls', label: 'Calls', width: '55px', num: true },
   { field: 'stop', label: 'Stop', width: '100px' },
   { field: 'tool_errors', label: 'Tool err.', width: '70px', num: true },
@@ -69,7 +70,7 @@ export function SampleTable() {
               <div
                 key={vi.key}
                 role="row"
-                className={`st-row ${row ? (row.correct ? 'ok' : 'bad') : 'loading'}`}
+                className={`st-row ${row ? (row.correct ? 'ok' : 'bad') : 'loading'}${row?.disagree ? ' disagree' : ''}`}
                 style={{ gridTemplateColumns: TEMPLATE, transform: `translateY(${vi.start}px)`, height: ROW_H }}
                 onClick={() => row && navigate('runs', row.run, row.qid)}
                 data-testid="sample-row"
@@ -81,7 +82,7 @@ export function SampleTable() {
                     <span className="st-cell ellipsis">{row.category ?? ''}</span>
                     <span className="st-cell ellipsis" title={row.question}>{row.question}</span>
                     <span className="st-cell">{row.correct ? <span className="pill ok">✓</span> : <span className="pill bad">✗</span>}</span>
-                    <span className="st-cell num">{row.score.toFixed(2)}</span>
+                    <ScoreCell row={row} />
                     <span className="st-cell num">{row.calls}</span>
                     <span className="st-cell">{row.stop}</span>
                     <span className="st-cell num">{row.tool_errors || ''}</span>
@@ -97,5 +98,21 @@ export function SampleTable() {
         </div>
       </div>
     </div>
+  );
+}
+
+/**
+ * The score; for a re-scored sample (`loupe rescore`) both scores, the original first, and a mark where
+ * the two scorers disagree on correctness (`disagree = true` in the query bar lists those rows).
+ */
+function ScoreCell({ row }: { row: SampleRow }) {
+  if (!row.scores) return <span className="st-cell num">{row.score.toFixed(2)}</span>;
+  const entries = Object.entries(row.scores);
+  const title = entries.map(([k, v]) => `${k}: ${v.toFixed(2)}`).join('\n') + (row.disagree ? '\nthe scorers disagree on this sample' : '');
+  return (
+    <span className="st-cell num" title={title} data-testid="score-pair">
+      {row.disagree ? <span className="disagree-mark" data-testid="disagree-mark">≠</span> : null}
+      {entries.map(([, v]) => v.toFixed(2)).join(' / ')}
+    </span>
   );
 }

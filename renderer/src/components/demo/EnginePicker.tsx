@@ -69,6 +69,8 @@ export function EnginePicker() {
             <option value="pixel-reasoner">Pixel Reasoner</option>
             <option value="verl-tool">verl-tool</option>
             <option value="deepeyes">DeepEyes</option>
+            <option value="pyvision">PyVision (code tool)</option>
+            <option value="pyvision-rl">PyVision-RL (code tool)</option>
           </select>
         </label>
         <label>Prompt

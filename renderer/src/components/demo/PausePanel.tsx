@@ -6,10 +6,15 @@ import { fmtBox } from '../trajectory/geometry';
 export function PausePanel() {
   const proposal = useDemoStore((s) => s.proposal);
   const editBox = useDemoStore((s) => s.editBox);
+  const editCode = useDemoStore((s) => s.editCode);
+  const setField = useDemoStore((s) => s.set);
   const resume = useDemoStore((s) => s.resume);
   const [keep, setKeep] = useState(true);
   if (!proposal) return null;
-  const changed = !!editBox && !!proposal.bboxNormalized && editBox.some((v, i) => Math.abs(v - proposal.bboxNormalized![i]!) > 1e-4);
+  const changed =
+    proposal.kind === 'code'
+      ? editCode !== null && editCode !== proposal.code
+      : !!editBox && !!proposal.bboxNormalized && editBox.some((v, i) => Math.abs(v - proposal.bboxNormalized![i]!) > 1e-4);
   return (
     <div className="demo-pause" role="region" aria-label="Paused before a tool call" data-testid="pause-panel">
       <div>
@@ -20,6 +25,11 @@ export function PausePanel() {
           Model's box ({proposal.bboxMode}) {fmtBox(proposal.bboxRaw)} → normalized {fmtBox(proposal.bboxNormalized)}. Drag or resize the box on the image to change it.
           {changed ? <div data-testid="edited-box">Your box: {fmtBox(editBox ?? undefined)}</div> : null}
         </div>
+      ) : proposal.kind === 'code' ? (
+        <div>
+          <div className="muted">The model's Python, before it runs in the sandbox. Edit it to run your version instead.</div>
+          <textarea className="input demo-code-editor" spellCheck={false} rows={Math.min(16, Math.max(4, (editCode ?? '').split('\n').length + 1))} value={editCode ?? ''} onChange={(e) => setField('editCode', e.target.value)} data-testid="code-editor" />
+        </div>
       ) : proposal.kind === 'error' ? (
         <pre className="tv-error">{proposal.error}</pre>
       ) : (
@@ -27,7 +37,7 @@ export function PausePanel() {
       )}
       <div className="demo-row">
         {changed ? (
-          <button type="button" className="btn btn-primary" onClick={() => void resume('edit', keep)} data-testid="continue-edited">Continue with my box</button>
+          <button type="button" className="btn btn-primary" onClick={() => void resume('edit', keep)} data-testid="continue-edited">{proposal.kind === 'code' ? 'Run my code' : 'Continue with my box'}</button>
         ) : null}
         <button type="button" className={changed ? 'btn' : 'btn btn-primary'} onClick={() => void resume('run', keep)} data-testid="continue-run">{changed ? 'Discard edit, run as proposed' : 'Continue'}</button>
         <button type="button" className="btn" onClick={() => void resume('stop', false)} data-testid="continue-stop">Stop here</button>

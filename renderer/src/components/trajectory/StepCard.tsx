@@ -1,5 +1,6 @@
 import type { MediaRef, Turn } from '../../../../app/contract';
 import { fmtBox } from './geometry';
+import { tokenizePython } from './pythonHighlight';
 
 export interface StepCardProps {
   turn: Turn;
@@ -14,13 +15,71 @@ export interface StepCardProps {
   onOpenMedia(m: MediaRef, title: string): void;
 }
 
-/** Hides the call JSON from the prose (it is shown parsed below) but keeps everything else verbatim. */
+/** Hides the call JSON and code blocks from the prose (they are shown below) but keeps everything else verbatim. */
 function prose(text: string): string {
-  return text.replace(/<tool_call>[\s\S]*?(<\/tool_call>|$)/g, '').trim();
+  return text
+    .replace(/<tool_call>[\s\S]*?(<\/tool_call>|$)/g, '')
+    .replace(/<code>[\s\S]*?(<\/code>|$)/g, '')
+    .trim();
+}
+
+/** What a PyVision code turn recorded (`call.name === 'python'`; see app/agent/pyvisionEpisode.ts). */
+interface CodeArgs {
+  code: string;
+  stdout?: string;
+  limitsHit?: string[];
+  wallMs?: number;
+}
+function codeArgs(args: unknown): CodeArgs | null {
+  if (!args || typeof args !== 'object') return null;
+  const a = args as Record<string, unknown>;
+  if (typeof a['code'] !== 'string') return null;
+  return {
+    code: a['code'],
+    ...(typeof a['stdout'] === 'string' ? { stdout: a['stdout'] } : {}),
+    ...(Array.isArray(a['limitsHit']) ? { limitsHit: a['limitsHit'].filter((x): x is string => typeof x === 'string') } : {}),
+    ...(typeof a['wallMs'] === 'number' ? { wallMs: a['wallMs'] } : {}),
+  };
+}
+
+const MAX_SHOWN_OUTPUT = 4000;
+
+/** The code with syntax colouring, its printed text, and every figure it produced. */
+function CodeCall({ turn, step, code, mediaUrl, onOpenMedia }: { turn: Turn; step?: number; code: CodeArgs; mediaUrl(id: string): string; onOpenMedia(m: MediaRef, title: string): void }) {
+  const c = turn.call!;
+  const out = code.stdout ?? '';
+  return (
+    <div className="tv-call tv-code-call">
+      <pre className="tv-code" data-testid={`code-step-${step}`}>
+        {tokenizePython(code.code).map((t, i) => (t.kind === 'text' ? t.text : <span key={i} className={`py-${t.kind}`}>{t.text}</span>))}
+      </pre>
+      <div className="tv-code-meta muted">
+        {code.wallMs !== undefined ? `ran ${Math.round(code.wallMs)} ms` : 'not run'}
+        {code.limitsHit?.length ? <span className="tv-badge-error"> limit: {code.limitsHit.join(', ')}</span> : null}
+      </div>
+      {out ? (
+        <pre className="tv-stdout" data-testid={`stdout-step-${step}`}>
+          {out.length > MAX_SHOWN_OUTPUT ? `${out.slice(0, MAX_SHOWN_OUTPUT)}\n… ${out.length - MAX_SHOWN_OUTPUT} more characters` : out}
+        </pre>
+      ) : null}
+      {c.error !== undefined ? <pre className="tv-error" data-testid="error-text">{turn.observation || c.error}</pre> : null}
+      {c.produced.length ? (
+        <div className="tv-crops">
+          {c.produced.map((m, i) => (
+            <button type="button" key={`${m.id}-${i}`} className="tv-crop" data-testid={`figure-step-${step}`} onClick={(e) => (e.stopPropagation(), onOpenMedia(m, `Step ${step} figure ${i + 1}`))} title="Open full size">
+              <img src={mediaUrl(m.id)} alt={`figure ${i + 1} of step ${step}`} />
+              <span className="tv-crop-size">{m.width}×{m.height}</span>
+            </button>
+          ))}
+        </div>
+      ) : null}
+    </div>
+  );
 }
 
 export function StepCard({ turn, step, active, final, streaming, mediaUrl, onSelect, onOpenMedia }: StepCardProps) {
   const c = turn.call;
+  const code = c?.name === 'python' ? codeArgs(c.arguments) : null;
   const meta = [turn.latencyMs !== undefined ? `${Math.round(turn.latencyMs)} ms` : null, turn.completionTokens !== undefined ? `${turn.completionTokens} tok` : null, turn.promptTokens !== undefined ? `prompt ${turn.promptTokens}` : null].filter(Boolean).join(' · ');
   const cls = ['tv-step', active ? 'active' : '', final ? 'final' : '', c?.error !== undefined ? 'has-error' : ''].filter(Boolean).join(' ');
   return (
@@ -34,7 +93,8 @@ export function StepCard({ turn, step, active, final, streaming, mediaUrl, onSel
         <span className="muted tv-meta" data-testid="step-meta">{streaming ? 'generating…' : meta}</span>
       </header>
       {final ? <div className="tv-final-text">{turn.text}</div> : <pre className="tv-text">{prose(turn.text) || (c ? '' : turn.text)}</pre>}
-      {c ? (
+      {c && code ? <CodeCall turn={turn} step={step} code={code} mediaUrl={mediaUrl} onOpenMedia={onOpenMedia} /> : null}
+      {c && !code ? (
         <div className="tv-call">
           <code className="tv-args" data-testid="call-args">{c.arguments !== undefined ? JSON.stringify(c.arguments) : c.raw.trim()}</code>
           {c.bboxRaw ? (

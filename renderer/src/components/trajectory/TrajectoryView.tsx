@@ -37,14 +37,14 @@ export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChan
   };
   const images = useMemo(() => combinedImages(t), [t]);
   const steps = useMemo(() => stepNumbers(t), [t]);
-  /** "Crop 2" / "Frames 1" for produced images, by combined index. */
+  /** "Crop 2" / "Step 1 frame 3" / "Step 2 figure 1" for produced images, by combined index. */
   const producedLabels = useMemo(() => {
     const out = new Map<number, string>();
     let k = t.media.length;
     for (const turn of t.turns) {
       const c = turn.call;
       if (!c) continue;
-      c.produced.forEach((_, j) => out.set(k++, c.frameIndices ? `Step ${steps.get(turn.index)} frame ${(c.frameIndices[j] ?? j) + 1}` : `Crop ${steps.get(turn.index)}`));
+      c.produced.forEach((_, j) => out.set(k++, c.frameIndices ? `Step ${steps.get(turn.index)} frame ${(c.frameIndices[j] ?? j) + 1}` : c.name === 'python' ? `Step ${steps.get(turn.index)} figure ${j + 1}` : `Crop ${steps.get(turn.index)}`));
     }
     return out;
   }, [t, steps]);
