@@ -261,8 +261,8 @@ def main():
     ap.add_argument("--video-scenes", help="a loupe-synth folder with video samples: also check --video-pointer's targets on them")
     a = ap.parse_args()
     torch.manual_seed(0)
-    from tokenizers import Tokenizer
-    tk = Tokenizer.from_file(os.path.join(a.model, "tokenizer.json"))
+    from tok import load_hf_style
+    tk = load_hf_style(a.model)
     model = qt.QwenVL(json.load(open(os.path.join(a.model, "config.json"))))
     checks = {}
 

@@ -30,8 +30,8 @@ def main():
     missing, unexpected = model.load_state_dict(sd, strict=False)
     if [k for k in missing if not k.endswith("inv_freq")] or unexpected:
         raise SystemExit(f"export.py: weights do not fit the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
-    from tokenizers import Tokenizer
-    tk = Tokenizer.from_file(os.path.join(a.tok, "tokenizer.json"))
+    from tok import load_hf_style
+    tk = load_hf_style(a.tok)
     check = train.write_model(model.eval(), a.out, a.tok, a.export, tk)
     if a.dtype == "fp16":
         qt.save_safetensors({k: v.half() for k, v in qt.load_safetensors(os.path.join(a.out, "model.safetensors")).items()},

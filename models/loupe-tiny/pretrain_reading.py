@@ -224,8 +224,8 @@ def main():
     model = qt.QwenVL.from_pretrained(a.init, dtype=torch.float32, device=dev)
     items = []
     if a.data:
-        from tokenizers import Tokenizer
-        tk = Tokenizer.from_file(os.path.join(a.tok, "tokenizer.json"))
+        from tok import load_hf_style
+        tk = load_hf_style(a.tok)
         recs, pix = train.load_data(train.expand_dirs(a.data))
         train.annotate(recs, tk)
         items = items_from(recs, pix)

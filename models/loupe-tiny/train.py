@@ -24,6 +24,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import qwen_torch as qt  # noqa: E402
+from tok import load_hf_style  # noqa: E402
 
 MAX_PIXELS = 128 * 28 * 28  # = prepare.ts LOUPE_TINY_MAX_PIXELS
 MEAN = torch.tensor([0.48145466, 0.4578275, 0.40821073])
@@ -805,8 +806,7 @@ def main():
     train = [r for r in recs if r["qid"] not in val_q]
     val = [r for r in recs if r["qid"] in val_q]
     log(f"train {len(train)} trajectories ({len(qids) - len(val_q)} scenes), val {len(val)} ({len(val_q)} scenes)")
-    from tokenizers import Tokenizer
-    tk = Tokenizer.from_file(os.path.join(tok_dir, "tokenizer.json"))
+    tk = load_hf_style(tok_dir)
     if a.aug_flips:
         train = train + flip_first_turns([r for r in train if r["kind"] == "zoom"], pix, tk)
         log(f"train with mirrored first turns: {len(train)}")
