@@ -93,12 +93,14 @@ export class LocalConnector implements Connector {
     } catch {
       throw new ConnectorError('invalid', 'local submit', `working directory ${cwd} does not exist`);
     }
-    // The wrapper records the exit code next to the log, so status works after Loupe restarts.
-    const wrapper = `bash ${JSON.stringify(scriptPath)}; c=$?; echo $c > ${JSON.stringify(path.join(dir, 'exit_code.tmp'))} && mv ${JSON.stringify(path.join(dir, 'exit_code.tmp'))} ${JSON.stringify(path.join(dir, 'exit_code'))}; exit $c`;
+    // The wrapper records the exit code next to the log, so status works after Loupe restarts. Paths travel as
+    // arguments ($1…), never inside the wrapper's text: the jobs folder's name may hold any character.
+    const wrapper = 'bash "$1"; c=$?; echo "$c" > "$2" && mv "$2" "$3"; exit "$c"';
+    const wrapperArgs = [scriptPath, path.join(dir, 'exit_code.tmp'), path.join(dir, 'exit_code')];
     const fd = openSync(logPath, 'a');
     let pid: number | undefined;
     try {
-      const child = spawn('bash', ['-c', wrapper], {
+      const child = spawn('bash', ['-c', wrapper, 'loupe-job', ...wrapperArgs], {
         cwd,
         detached: true, // own process group: cancel kills the whole tree
         stdio: ['ignore', fd, fd],

@@ -25,7 +25,7 @@ import {
 import { createConnector, isTerminal, type Connector, type JobStatus } from '../../../app/connectors';
 import { jobSecretEnv, redactJobText, submitWithSecrets } from './trainingSecrets';
 import { templateToJobSpec } from '../../../app/training/jobSpec';
-import { LOUPE_TINY_DRIVER, TEMPLATES, type MetricFormat, type MetricPoint } from '../../../app/training';
+import { LOUPE_TINY_DRIVER, TEMPLATES, templateParams, type MetricFormat, type MetricPoint } from '../../../app/training';
 import { monitorJob, type MonitorHandle } from '../../../app/training/monitor';
 import type { JobTemplate, TemplateOutput } from '../../../app/training/types';
 import type { CoreContext } from '../context';
@@ -45,7 +45,7 @@ const SYNTHETIC_VERL_SCRIPT = [
   'echo "done"',
 ].join('\n');
 
-const CustomScriptSchema = z.object({
+const CustomScriptSchema = templateParams({
   /** The bash body to run, exactly as typed. */
   script: z.string().min(1, 'write the bash script to run').default(SYNTHETIC_VERL_SCRIPT),
   /** How to read metrics from the log. */
