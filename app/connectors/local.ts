@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promises as fs, openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { containedPath } from '../workspace/contain';
 import { pollFollow } from './follow';
 import { checkSecretEnv } from './jobSecrets';
 import {
@@ -69,7 +70,7 @@ export class LocalConnector implements Connector {
 
   private dir(id: string): string {
     if (!ID_RE.test(id)) throw new ConnectorError('not-found', `local job ${id}`, 'not a local job id (expected local-<ms>-<hex8>)');
-    return path.join(this.root, id);
+    return containedPath(this.root, id);
   }
 
   async probe(): Promise<string> {

@@ -47,3 +47,16 @@ export function redactError<E>(e: E, secrets: readonly string[]): E {
   copy.stack = `${e.name}: ${msg}`;
   return copy as E;
 }
+
+/** `scheme://user:password@host` → `scheme://user:***@host`, anywhere in the text (the user name stays: it is not a secret). */
+export function redactUrlPasswords(text: string): string {
+  return text.replace(/\b([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/\s:@?#]*):([^/\s@?#]*)@/g, (_m, scheme: string, user: string) => `${scheme}${user}:***@`);
+}
+
+/** A JSON-like value with every string passed through `redactUrlPasswords` (for records written to disk). */
+export function redactUrlPasswordsDeep<T>(value: T): T {
+  if (typeof value === 'string') return redactUrlPasswords(value) as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => redactUrlPasswordsDeep(v)) as T;
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactUrlPasswordsDeep(v)])) as T;
+  return value;
+}

@@ -51,7 +51,7 @@ function parseLine(text: string): { ok: true; value: unknown } | { ok: false; me
  */
 export function parseJsonl<T>(
   buf: Buffer,
-  validate: (value: unknown) => { ok: true; value: T } | { ok: false; message: string },
+  validate: (value: unknown, line: number) => { ok: true; value: T } | { ok: false; message: string },
 ): JsonlReadResult<T> {
   const records: T[] = [];
   const issues: JsonlIssue[] = [];
@@ -76,7 +76,7 @@ export function parseJsonl<T>(
       );
       continue;
     }
-    const v = validate(parsed.value);
+    const v = validate(parsed.value, line);
     if (!v.ok) {
       issues.push(
         terminated

@@ -10,6 +10,7 @@ import type { RunManifest } from '../../contract/trajectory';
 import type { LoadInfo } from '../../bench/types';
 import type { DialectId, PromptId, ResizeMode } from '../../protocol/types';
 import { getDialect, isDialectId } from '../../protocol';
+import { redactUrlPasswordsDeep } from '../../connectors/redact';
 import { isRunId } from '../../workspace/runStore';
 import { APP_VERSION } from '../../version';
 import { RESIZE_PRESETS, presetFor } from '../../tools/smartResize';
@@ -408,7 +409,8 @@ export function buildManifest(run: PlannedRun, r: ResolvedRun, now: Date = new D
  * decoding or limits would mix two experiments in one file. Returns the differing field names.
  */
 export function manifestConflicts(existing: RunManifest, planned: RunManifest): string[] {
-  const pick = (m: RunManifest) => ({
+  // Stored manifests hold model URLs without their password: compare both sides that way.
+  const pick = (m: RunManifest) => redactUrlPasswordsDeep({
     'model.id': m.model.id,
     'model.hash': m.model.hash,
     'model.url': (m.model as Record<string, unknown>)['url'],

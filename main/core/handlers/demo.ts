@@ -13,7 +13,7 @@ import { runEpisode, ScriptedEngine, countCalls, type StepHookContext, type Step
 import { getDialect } from '../../../app/protocol';
 import type { CallPlan, Dialect, ParsedCall } from '../../../app/protocol/types';
 import { pyJsonDumps } from '../../../app/pycompat/json';
-import { MediaStore, RunStore, type RunHandle } from '../../../app/workspace';
+import { containedPath, MediaStore, RunStore, safeFileName, type RunHandle } from '../../../app/workspace';
 import { ModelRegistry } from '../../../app/engines/modelRegistry';
 import { validateModelFolder, type ModelFolderReport } from '../../../app/engines/local/modelFolder';
 import { LocalEngine } from '../../../app/engines/local/localEngine';
@@ -538,7 +538,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
       const t = b.trajectory;
       const dir = path.join(ctx.workspace, 'exports');
       await fsp.mkdir(dir, { recursive: true });
-      const file = path.join(dir, `${runId}-${b.id}.${format}`);
+      const file = containedPath(dir, `${safeFileName(`${runId}-${b.id}`)}.${format}`); // a sample id may hold ../
       if (format === 'html') {
         const dataUrls = new Map<string, string>();
         for (const id of trajectoryMediaIds(t)) {

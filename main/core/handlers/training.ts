@@ -27,6 +27,7 @@ import { jobSecretEnv, redactJobText, submitWithSecrets } from './trainingSecret
 import { templateToJobSpec } from '../../../app/training/jobSpec';
 import { LOUPE_TINY_DRIVER, TEMPLATES, templateParams, type MetricFormat, type MetricPoint } from '../../../app/training';
 import { monitorJob, type MonitorHandle } from '../../../app/training/monitor';
+import { appendJobRecord, readJobRecords } from '../../../app/training/jobRecords';
 import type { JobTemplate, TemplateOutput } from '../../../app/training/types';
 import type { CoreContext } from '../context';
 import { repoRoot } from '../repoRoot';
@@ -346,28 +347,17 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
     return cfg.kind;
   };
 
+  let jobWarnings: string[] = [];
   const loadJobs = async (): Promise<Map<string, TrainingJob>> => {
     if (jobs) return jobs;
-    const m = new Map<string, TrainingJob>();
-    const text = await fs.promises.readFile(jobsFile, 'utf8').catch(() => '');
-    for (const line of text.split('\n')) {
-      if (!line.trim()) continue;
-      try {
-        const j = JSON.parse(line) as TrainingJob;
-        if (typeof j.key === 'string') m.set(j.key, j);
-      } catch {
-        /* a torn last line after a crash: the previous record of that job stays */
-      }
-    }
-    jobs = m;
-    return m;
+    ({ jobs, warnings: jobWarnings } = await readJobRecords(jobsFile)); // bad lines: skipped, reported
+    return jobs;
   };
   const saveJob = async (job: TrainingJob): Promise<void> => {
     (await loadJobs()).set(job.key, job);
-    const line = `${JSON.stringify(job)}\n`;
     writeChain = writeChain.then(async () => {
       await fs.promises.mkdir(dir, { recursive: true });
-      await fs.promises.appendFile(jobsFile, line);
+      await appendJobRecord(jobsFile, job);
     });
     await writeChain;
     ctx.emit('training:state', job);
@@ -551,7 +541,7 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
       const all = [...(await loadJobs()).values()];
       // Jobs left running by an earlier session: follow them again so their states move.
       for (const j of all) if (!isTerminal(j.state) && j.state !== 'unknown' && !watches.has(j.key)) void watch(j);
-      return { jobs: all.sort((a, b) => b.submittedAt.localeCompare(a.submittedAt)) };
+      return { jobs: all.sort((a, b) => b.submittedAt.localeCompare(a.submittedAt)), ...(jobWarnings.length ? { warnings: jobWarnings } : {}) };
     },
 
     'training:open': async ({ key }) => {
