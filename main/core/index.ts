@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import { APP_VERSION } from '../../app/version';
 import { dispatch, type Handlers, type Reply } from '../../app/contract/dispatch';
 import { SettingsSchema, events, type EngineState, type EventName, type EventPayload, type Settings } from '../../app/contract';
-import { defaultWorkspaceDir, readSettings as readSettingsFile, writeSettings as writeSettingsFile } from '../../app/workspace';
+import { defaultConfigDir, defaultWorkspaceDir, readSettings as readSettingsFile, writeSettings as writeSettingsFile } from '../../app/workspace';
 import { demoHandlers } from './handlers/demo';
 import { browseHandlers } from './handlers/browse';
 import { sweepsHandlers } from './handlers/sweeps';
@@ -22,6 +22,8 @@ export interface CoreOptions {
   transport: 'electron' | 'browser';
   /** Electron's safeStorage, adapted by main/electron/main.ts (the core never imports electron). Absent in browser mode. */
   safeStorage?: SafeStorageAdapter;
+  /** The per-user config folder for machine-local keys (default `defaultConfigDir()`; tests give a temp one). */
+  configDir?: string;
 }
 
 export type EventListener = (event: EventName, payload: unknown) => void;
@@ -46,7 +48,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   // Secrets: OS keychain through safeStorage when the Electron door gives one that works, else the AES-GCM file.
   const secretStore = await openSecretStore({
     dir: path.join(workspace, 'training'),
-    keyFile: path.join(workspace, '.private', 'secret.key'),
+    keyDir: path.join(opts.configDir ?? defaultConfigDir(), 'keys'), // outside the workspace: a copy does not decrypt
+    legacyKeyFile: path.join(workspace, '.private', 'secret.key'), // where older versions kept it: moved on first use
     ...(opts.safeStorage ? { safeStorage: opts.safeStorage } : {}),
   });
 

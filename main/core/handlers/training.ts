@@ -1,7 +1,7 @@
 /**
  * Handlers of the Training domain: templates → forms, connectors per workspace, secrets (write-only), jobs with
  * live logs, parsed metrics and checkpoints. Files: `<workspace>/training/jobs.jsonl` (one record per change, last
- * per key wins), `training/connectors.json`, `training/secrets.enc.json` (AES-256-GCM; key in `.private/secret.key`,
+ * per key wins), `training/connectors.json`, `training/secrets.enc.json` (AES-256-GCM; key outside the workspace in the user config dir, `keys/<keyId>.key`,
  * mode 0600), `training/jobs/<local-id>/` (local connector).
  */
 import { execFile } from 'node:child_process';

@@ -11,6 +11,7 @@ import { createCore, type Core } from '../../../main/core';
 import type { TrainingJob } from '../../../app/contract';
 import { RunStore } from '../../../app/workspace/runStore';
 import { LabelStore } from '../../../app/labels/store';
+import { EncryptedFileSecretStore, openSecretStore } from '../../../app/connectors/secrets';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'loupe-wshard-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -148,5 +149,51 @@ describe('run manifests keep no password from a model URL', () => {
     const m = JSON.parse(text) as { model: { id: string; path: string } };
     expect(m.model.id).toBe('https://alice:***@llm.example:8000/v1#qwen');
     expect(m.model.path).toBe('http://bob:***@10.0.0.1/v1');
+  });
+});
+
+describe('the secret key lives outside the workspace', () => {
+  const walk = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+
+  it('a secret set through the core leaves no key in the workspace; a copied workspace does not decrypt', async () => {
+    const ws = path.join(tmp, 'secret-ws');
+    const configDir = path.join(tmp, 'config-a');
+    const core = await createCore({ workspace: ws, transport: 'browser', configDir });
+    const set = await core.dispatch('training:secretSet', { name: 'wandb', value: 'wandb-value-0123456789' });
+    expect(set.ok, JSON.stringify(set)).toBe(true);
+    await core.dispose();
+    const files = walk(ws);
+    expect(files.filter((f) => f.endsWith('.key') || f.includes('.private'))).toEqual([]);
+    expect(files.some((f) => fs.readFileSync(f).includes('wandb-value-0123456789'))).toBe(false);
+    const keys = walk(path.join(configDir, 'keys'));
+    expect(keys).toHaveLength(1);
+    expect(fs.statSync(keys[0] as string).mode & 0o777).toBe(0o600);
+    // Same machine, same config: reads back.
+    const again = await openSecretStore({ dir: path.join(ws, 'training'), keyDir: path.join(configDir, 'keys') });
+    expect(await again.store.get('wandb')).toBe('wandb-value-0123456789');
+    // The workspace copied elsewhere (another machine: another config dir): a clear error, not the secret.
+    const copy = path.join(tmp, 'secret-ws-copy');
+    fs.cpSync(ws, copy, { recursive: true });
+    const other = await openSecretStore({ dir: path.join(copy, 'training'), keyDir: path.join(tmp, 'config-b', 'keys') });
+    await expect(other.store.get('wandb')).rejects.toThrow(/is not on this machine/);
+  });
+
+  it('a key an older version kept in the workspace is moved out, and its secrets still read', async () => {
+    const ws = path.join(tmp, 'legacy-ws');
+    const legacyKey = path.join(ws, '.private', 'secret.key');
+    const old = new EncryptedFileSecretStore({ file: path.join(ws, 'training', 'secrets.enc.json'), keyFile: legacyKey });
+    await old.set('hf', 'hf_legacy_token_value');
+    expect(fs.existsSync(legacyKey)).toBe(true);
+    const configDir = path.join(tmp, 'config-legacy');
+    const core = await createCore({ workspace: ws, transport: 'browser', configDir });
+    const list = await core.dispatch('training:connectors', {});
+    expect(list.ok).toBe(true);
+    await core.dispose();
+    const moved = await openSecretStore({ dir: path.join(ws, 'training'), keyDir: path.join(configDir, 'keys'), legacyKeyFile: legacyKey });
+    expect(await moved.store.get('hf')).toBe('hf_legacy_token_value');
+    expect(fs.existsSync(legacyKey)).toBe(false);
+    expect(fs.existsSync(path.join(ws, '.private'))).toBe(false);
+    expect(walk(path.join(configDir, 'keys'))).toHaveLength(1);
   });
 });
