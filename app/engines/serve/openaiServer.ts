@@ -97,19 +97,21 @@ async function parseRequest(body: Json, mediaDir: string): Promise<{ req: Genera
     } else if (m.content !== null && m.content !== undefined) throw new HttpError(400, `messages[${i}].content: expected a string or an array`);
     messages.push({ role, content });
   }
-  const n = (k: string, d: number): number => {
+  // A negative token count or temperature is a client error with the field named, not a value the engine gets.
+  const n = (k: string, d: number, min = -Infinity, int = false): number => {
     const v = body[k];
     if (v === undefined || v === null) return d;
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new HttpError(400, `${k}: expected a number`);
+    if (v < min || (int && !Number.isInteger(v))) throw new HttpError(400, `${k}: must be ${int ? 'a whole number ' : ''}≥ ${min}, got ${v}`);
     return v;
   };
   const stop = body.stop === undefined || body.stop === null ? [] : Array.isArray(body.stop) ? body.stop.map(String) : [String(body.stop)];
   const mmk = (body.mm_processor_kwargs ?? {}) as Json;
   const req: GenerateRequest = {
     messages,
-    maxTokens: n('max_completion_tokens', n('max_tokens', 512)),
-    temperature: n('temperature', 1),
-    topP: n('top_p', 1),
+    maxTokens: n('max_completion_tokens', n('max_tokens', 512, 1, true), 1, true),
+    temperature: n('temperature', 1, 0),
+    topP: n('top_p', 1, 0),
     topK: n('top_k', -1),
     stop,
     ...(typeof body.seed === 'number' ? { seed: body.seed } : {}),
