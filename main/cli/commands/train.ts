@@ -4,13 +4,13 @@
  * Secrets are read from stdin (never argv) into the encrypted store.
  */
 import { readFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { createConnector, ConnectorError, EncryptedFileSecretStore, type Connector } from '../../../app/connectors';
 import { templateToJobSpec } from '../../../app/training/jobSpec';
 import { MetricSeries, MetricStreamParser, type MetricFormat } from '../../../app/training/metrics';
 import { buildTemplate, TEMPLATES } from '../../../app/training/templates';
+import { defaultConfigDir } from '../../../app/workspace/paths';
 
 interface StoreOpts {
   secrets: string;
@@ -85,7 +85,7 @@ function fail(e: unknown): void {
 function withStore(c: Command): Command {
   return c
     .option('--secrets <file>', 'encrypted secret store', path.join('.workspace', 'secrets.enc.json'))
-    .option('--key-file <file>', 'machine-local key file (created 0600)', path.join(os.homedir(), '.config', 'loupe', 'secret.key'));
+    .option('--key-file <file>', 'machine-local key file (created 0600, outside any workspace)', path.join(defaultConfigDir(), 'secret.key'));
 }
 function withConn(c: Command): Command {
   return withStore(c).option('--connection <file>', 'connection settings JSON').option('--local <dir>', 'use the local connector with this jobs folder');
