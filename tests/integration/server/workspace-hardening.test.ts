@@ -197,3 +197,30 @@ describe('the secret key lives outside the workspace', () => {
     expect(walk(path.join(configDir, 'keys'))).toHaveLength(1);
   });
 });
+
+describe('samples.jsonl through the browse index', () => {
+  it('a corrupt middle line and a torn tail are counted and skipped; every good record opens at its own offset', async () => {
+    const ws = path.join(tmp, 'browse-ws');
+    const runs = new RunStore(path.join(ws, 'runs'));
+    const run = await runs.createRun({ id: 'r-1', model: { id: 'm' }, engine: 'scripted', dialect: 'pixel-reasoner', prompt: 'vcot' });
+    const rec = (qid: string) => ({ qid, bench: 'b', question: `question ${qid}`, answer: 'a', prediction: `pred ${qid}`, score: 1, correct: true, stop_reason: 'answer' as const, calls: 0, tool_errors: 0 });
+    await run.appendSample(rec('q1'));
+    await run.close();
+    const file = path.join(ws, 'runs', 'r-1', 'samples.jsonl');
+    fs.appendFileSync(file, '{"qid": "broken", "bench"\r\n');
+    fs.appendFileSync(file, `${JSON.stringify(rec('q2'))}\r\n${JSON.stringify(rec('q3'))}\n{"qid":"q4","ben`);
+    const core = await createCore({ workspace: ws, transport: 'browser' });
+    try {
+      const list = await core.dispatch('runs:list', {});
+      expect(list.ok, JSON.stringify(list)).toBe(true);
+      expect((list as { result: Array<{ id: string; samples: number; unreadable: number }> }).result).toEqual([expect.objectContaining({ id: 'r-1', samples: 3, unreadable: 2 })]);
+      for (const q of ['q1', 'q2', 'q3']) {
+        const got = await core.dispatch('samples:get', { runId: 'r-1', qid: q });
+        expect(got.ok, JSON.stringify(got)).toBe(true);
+        expect((got as { result: { prediction: string } }).result.prediction).toBe(`pred ${q}`);
+      }
+    } finally {
+      await core.dispose();
+    }
+  });
+});
