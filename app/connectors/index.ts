@@ -3,7 +3,7 @@
  * Connector from them.
  */
 import { z } from 'zod';
-import { ClusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
+import { clusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
 import { LocalConnector } from './local';
 import { RayConnector } from './ray';
 import type { SecretStore } from './secrets';
@@ -44,7 +44,7 @@ export const ConnectionConfigSchema = z.discriminatedUnion('kind', [
     passphraseSecret: z.string().optional(),
     /** known_hosts text for the host (public data, not a secret). */
     knownHosts: z.string().min(1, 'paste the host line from known_hosts (ssh-keyscan -p PORT HOST)'),
-    remoteDir: ClusterDirSchema,
+    remoteDir: clusterDirSchema('remoteDir'),
     slurmConf: z.string().optional(),
     partition: SlurmPartitionSchema.optional(),
   }),
@@ -55,7 +55,7 @@ export const ConnectionConfigSchema = z.discriminatedUnion('kind', [
     user: z.string().min(1),
     /** SecretStore entry holding a JWT (from `scontrol token`). */
     tokenSecret: z.string().min(1),
-    outputDir: ClusterDirSchema,
+    outputDir: clusterDirSchema('outputDir'),
     partition: SlurmPartitionSchema.optional(),
     apiVersion: z.string().regex(/^v0\.0\.\d+$/).optional(),
   }),

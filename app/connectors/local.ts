@@ -9,7 +9,8 @@ import { promises as fs, openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { containedPath } from '../workspace/contain';
 import { pollFollow } from './follow';
-import { checkSecretEnv, specSecretForms } from './jobSecrets';
+import { checkSecretEnv } from './jobSecrets';
+import { BASH_REDACT_FILTER, bashSecretForms } from './redact';
 import {
   checkJobName,
   ConnectorError,
@@ -41,21 +42,6 @@ interface LocalJobRecord {
 }
 
 const ID_RE = /^local-[0-9]{13}-[0-9a-f]{8}$/;
-
-/**
- * The job's output, line by line, with every form of its secrets (LOUPE_REDACT_* in the filter's environment
- * only) replaced by `***` before it reaches output.log. Pure bash: no other program has to exist where jobs run.
- * `${line//"$s"/…}` with a quoted pattern matches the value literally, whatever characters it holds.
- */
-const REDACT_FILTER = [
-  'loupe_redact() {',
-  '  local line n s',
-  '  while IFS= read -r line || [ -n "$line" ]; do',
-  '    for n in "${!LOUPE_REDACT_@}"; do s=${!n}; line=${line//"$s"/***}; done',
-  '    printf \'%s\\n\' "$line"',
-  '  done',
-  '}',
-].join('\n');
 
 /** Alive and not a zombie (a killed job's children may linger as zombies when PID 1 does not reap). */
 export function pidAlive(pid: number): boolean {
@@ -111,11 +97,11 @@ export class LocalConnector implements Connector {
     }
     // The wrapper records the exit code next to the log, so status works after Loupe restarts. Paths travel as
     // arguments ($1…), never inside the wrapper's text: the jobs folder's name may hold any character.
-    // A job with secrets: its output goes through REDACT_FILTER, and the job itself does not get the filter's variables.
-    const forms = specSecretForms(spec).filter((f) => f.length >= 4 && !f.includes('\n'));
-    const run = forms.length ? `${REDACT_FILTER}\n( unset "\${!LOUPE_REDACT_@}"; exec bash "$1" ) 2>&1 | loupe_redact; c=\${PIPESTATUS[0]}` : 'bash "$1"; c=$?';
+    // A job with secrets: its output goes through the redacting filter before it reaches output.log, so a job that
+    // prints a secret leaves *** on disk. The filter's list of forms is not exported: the job never sees it.
+    const names = Object.keys(spec.secretEnv ?? {});
+    const run = names.length ? `${bashSecretForms(names)}\n${BASH_REDACT_FILTER}\nbash "$1" 2>&1 | loupe_redact; c=\${PIPESTATUS[0]}` : 'bash "$1"; c=$?';
     const wrapper = `${run}; echo "$c" > "$2" && mv "$2" "$3"; exit "$c"`;
-    const redactEnv = Object.fromEntries(forms.sort((a, b) => b.length - a.length).map((f, i) => [`LOUPE_REDACT_${String(i).padStart(4, '0')}`, f]));
     const wrapperArgs = [scriptPath, path.join(dir, 'exit_code.tmp'), path.join(dir, 'exit_code')];
     const fd = openSync(logPath, 'a');
     let pid: number | undefined;
@@ -125,7 +111,7 @@ export class LocalConnector implements Connector {
         detached: true, // own process group: cancel kills the whole tree
         stdio: ['ignore', fd, fd],
         // secretEnv: the child's environment only (job.json and script.sh never see it).
-        env: { ...process.env, ...spec.env, ...spec.secretEnv, ...redactEnv, LOUPE_JOB_ID: id, LOUPE_JOB_NAME: spec.name },
+        env: { ...process.env, ...spec.env, ...spec.secretEnv, LOUPE_JOB_ID: id, LOUPE_JOB_NAME: spec.name },
       });
       pid = child.pid;
       child.on('error', () => undefined);

@@ -32,7 +32,7 @@ describe('local jobs: known secrets are redacted in output.log', () => {
       'echo "token=$HF_TOKEN"',
       'printf "%s" "$HF_TOKEN" | base64 -w0; echo',
       'echo "key: $SSH_KEY"',
-      'echo "no LOUPE_REDACT variables here: ${!LOUPE_REDACT_@}"',
+      'echo "no filter variables here: ${loupe_forms[*]-}"',
       'printf "last line without newline %s" "$HF_TOKEN"',
       'exit 7',
     ].join('\n');
@@ -45,7 +45,7 @@ describe('local jobs: known secrets are redacted in output.log', () => {
     expect(log).not.toContain('ssh-key-line-one-AAAA');
     expect(log).not.toContain('ssh-key-line-two-BBBB');
     expect(log).toContain('token=***\n');
-    expect(log).toContain('no LOUPE_REDACT variables here: \n');
+    expect(log).toContain('no filter variables here: \n');
     expect(log).toContain('last line without newline ***');
   });
 

@@ -4,10 +4,10 @@
  * derived from the job id (`<remoteDir>/loupe-<id>.out`), so no client-side state is needed.
  */
 import type { z } from 'zod';
-import { ClusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
+import { clusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
 import { pollFollow } from './follow';
 import { checkSecretEnv, specSecretForms } from './jobSecrets';
-import { redactError, redactText } from './redact';
+import { BASH_REDACT_FILTER, bashSecretForms, redactError, redactText } from './redact';
 import { shq, SshSession, type ExecResult, type SshOptions } from './ssh';
 import {
   checkJobName,
@@ -139,7 +139,7 @@ export class SlurmSshConnector implements Connector {
   readonly ssh: SshSession;
   private readonly o: SlurmSshOptions;
   constructor(options: SlurmSshOptions) {
-    checkSlurmValue(ClusterDirSchema, options.remoteDir, 'remoteDir', 'slurm-ssh');
+    checkSlurmValue(clusterDirSchema('remoteDir'), options.remoteDir, 'remoteDir', 'slurm-ssh');
     if (options.partition !== undefined) checkSlurmValue(SlurmPartitionSchema, options.partition, 'partition', 'slurm-ssh');
     this.o = options;
     this.ssh = options.ssh instanceof SshSession ? options.ssh : new SshSession(options.ssh);
@@ -186,7 +186,7 @@ export class SlurmSshConnector implements Connector {
     if (r.memoryMb) lines.push(`#SBATCH --mem=${sbatchInt(r.memoryMb, 'memoryMb', where)}M`);
     if (r.timeLimitMin) lines.push(`#SBATCH --time=${sbatchInt(r.timeLimitMin, 'timeLimitMin', where)}`);
     if (spec.cwd) {
-      checkSlurmValue(ClusterDirSchema, spec.cwd, 'cwd', where);
+      checkSlurmValue(clusterDirSchema('cwd'), spec.cwd, 'cwd', where);
       lines.push(`#SBATCH --chdir=${spec.cwd}`);
     }
     for (const [k, v] of Object.entries(spec.env ?? {})) {
@@ -194,6 +194,15 @@ export class SlurmSshConnector implements Connector {
       lines.push(`export ${k}=${shq(v)}`);
     }
     const body = spec.script.startsWith('#!') ? spec.script.slice(spec.script.indexOf('\n') + 1) : spec.script;
+    const names = Object.keys(spec.secretEnv ?? {});
+    if (names.length) {
+      // The job's output file must not keep a secret the job prints: the body runs in a child bash whose output
+      // goes through the redacting filter (the secrets themselves arrive in the environment, never in this text).
+      const tag = 'LOUPE_BODY_EOF';
+      if (body.split('\n').includes(tag)) throw new ConnectorError('invalid', where, `the script contains the line ${tag}, which Loupe uses to quote it`);
+      lines.push(bashSecretForms(names), BASH_REDACT_FILTER, `IFS= read -r -d '' loupe_body <<'${tag}' || true`, `${body}${body.endsWith('\n') ? '' : '\n'}${tag}`, 'bash -c "$loupe_body" 2>&1 | loupe_redact', 'exit "${PIPESTATUS[0]}"');
+      return `${lines.join('\n')}\n`;
+    }
     return `${lines.join('\n')}\n${body}${body.endsWith('\n') ? '' : '\n'}`;
   }
 

@@ -11,7 +11,7 @@ import { pollFollow } from './follow';
 import { httpRequest, type HttpResponse } from './http';
 import { checkSecretEnv, specSecretForms } from './jobSecrets';
 import { redactError, redactText } from './redact';
-import { ClusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
+import { clusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
 import { checkSlurmValue, mapSlurmState } from './slurm';
 import {
   checkJobName,
@@ -124,7 +124,7 @@ export class SlurmRestConnector implements Connector {
   readonly kind = 'slurmrestd' as const;
   private version: string | null;
   constructor(private readonly o: SlurmRestOptions) {
-    checkSlurmValue(ClusterDirSchema, o.outputDir, 'outputDir', 'slurmrestd');
+    checkSlurmValue(clusterDirSchema('outputDir'), o.outputDir, 'outputDir', 'slurmrestd');
     if (o.partition !== undefined) checkSlurmValue(SlurmPartitionSchema, o.partition, 'partition', 'slurmrestd');
     this.version = o.apiVersion ?? null;
   }

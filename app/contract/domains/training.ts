@@ -87,10 +87,11 @@ export type SecretStoreInfo = z.infer<typeof SecretStoreInfoSchema>;
  * characters (a line break would add lines to the batch script) and no `%` (sbatch expands `%j`, `%u`… in file
  * names, so the log would not be where Loupe looks).
  */
-export const ClusterDirSchema = z
-  .string()
-  .regex(/^\//, 'must be an absolute path on the cluster')
-  .regex(/^[^\s\u0000-\u001f\u007f%]*$/, 'must be one word: no spaces, line breaks, control characters or %');
+export const clusterDirSchema = (what: string) =>
+  z
+    .string()
+    .regex(/^\//, `${what} must be an absolute path on the cluster`)
+    .regex(/^[^\s\u0000-\u001f\u007f%]*$/, `${what} must be one word: no spaces, line breaks, control characters or %`);
 /** A Slurm partition, or a comma-separated list of them (`#SBATCH --partition=` takes one word). */
 export const SlurmPartitionSchema = z.string().regex(/^[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*$/, 'a partition name (letters, digits, . _ -; several separated by commas)');
 
@@ -107,7 +108,7 @@ export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
     passphraseSecret: SecretName.optional(),
     /** known_hosts line(s) for the host (public data). */
     knownHosts: z.string().min(1, 'paste the host line from known_hosts (ssh-keyscan -p PORT HOST)'),
-    remoteDir: ClusterDirSchema,
+    remoteDir: clusterDirSchema('remoteDir'),
     slurmConf: z.string().optional(),
     partition: SlurmPartitionSchema.optional(),
   }),
@@ -117,7 +118,7 @@ export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
     baseUrl: z.url(),
     user: z.string().min(1, 'user is required'),
     tokenSecret: SecretName,
-    outputDir: ClusterDirSchema,
+    outputDir: clusterDirSchema('outputDir'),
     partition: SlurmPartitionSchema.optional(),
   }),
   z.object({
