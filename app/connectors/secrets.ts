@@ -14,6 +14,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { defaultConfigDir } from '../workspace/paths';
 import { redactText } from './redact';
 
 export interface SecretStore {
@@ -462,4 +463,20 @@ export async function openSecretStore(o: OpenSecretStoreOptions): Promise<{ stor
     notes.push(`secrets from ${encFile} were not carried over: ${e instanceof Error ? e.message : String(e)}`);
   }
   return { store, info: { kind: 'os-keychain', label: 'OS keychain (Electron safeStorage)', ...(notes.length ? { note: notes.join('; ') } : {}), file: safeFile } };
+}
+
+/**
+ * Where a workspace keeps its secrets: the store files in `<workspace>/training/`; the AES-GCM key OUTSIDE the
+ * workspace, in `<configDir>/keys/<keyId>.key` (0600; the store file names it by id), so a copied or synced
+ * workspace does not decrypt. `legacyKeyFile` is where older versions kept the key (`<workspace>/.private/`): it
+ * is moved out on first use. The app and `loupe train` both open the store through here, so a secret saved on the
+ * Training page is the one the CLI uses.
+ */
+export function workspaceSecretPaths(workspace: string, configDir: string = defaultConfigDir()): { dir: string; keyDir: string; legacyKeyFile: string } {
+  return { dir: path.join(workspace, 'training'), keyDir: path.join(configDir, 'keys'), legacyKeyFile: path.join(workspace, '.private', 'secret.key') };
+}
+
+/** The workspace's one secret store (OS keychain when the Electron door hands in safeStorage, else the AES-GCM file). */
+export function openWorkspaceSecretStore(workspace: string, safeStorage?: SafeStorageAdapter, configDir?: string): Promise<{ store: SecretStore; info: SecretStoreInfo }> {
+  return openSecretStore({ ...workspaceSecretPaths(workspace, configDir), ...(safeStorage ? { safeStorage } : {}) });
 }

@@ -59,8 +59,8 @@ describe('Training page with unreadable job records', () => {
     await warn.waitFor();
     const text = (await warn.textContent()) ?? '';
     expect(text).toContain('2 lines of training/jobs.jsonl could not be read and were skipped');
-    expect(text).toMatch(/jobs\.jsonl line 2: state: Invalid option/);
-    expect(text).toMatch(/jobs\.jsonl line 4: not valid JSON/);
+    expect(text).toMatch(/jobs\.jsonl:2: not a job record: state: Invalid option/);
+    expect(text).toMatch(/jobs\.jsonl:4: not valid JSON/);
     await screenshot(page, 'training-jobs-warnings');
     expect(errors).toEqual([]);
   });

@@ -312,8 +312,8 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
 
   async loadJobs() {
     try {
-      const { jobs, warnings } = await getClient().call('training:jobs', {});
-      set({ jobs, jobWarnings: warnings ?? [] });
+      const { jobs, issues } = await getClient().call('training:jobs', {});
+      set({ jobs, jobWarnings: issues ?? [] });
     } catch (e) {
       set({ error: message(e) });
     }

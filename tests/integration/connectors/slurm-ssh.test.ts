@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
 import { utils as sshUtils } from 'ssh2';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createConnector } from '../../../app/connectors';
 import { EncryptedFileSecretStore } from '../../../app/connectors/secrets';
 import { SshSession } from '../../../app/connectors/ssh';
@@ -14,7 +14,8 @@ import { SlurmSshConnector } from '../../../app/connectors/slurm';
 import { MetricSeries, MetricStreamParser } from '../../../app/training/metrics';
 import { templateToJobSpec } from '../../../app/training/jobSpec';
 import { buildTemplate } from '../../../app/training/templates';
-import { loadServicesEnv, verlMetricsScript, type ServicesEnv } from './servicesEnv';
+import { SERVICES, loadServicesEnv, verlMetricsScript, type ServicesEnv } from './servicesEnv';
+import { describeIf } from '../../support/requirements';
 
 const env = loadServicesEnv();
 
@@ -61,7 +62,7 @@ function startProxy(targetPort: number): Promise<{ port: number; cut: () => numb
   );
 }
 
-describe.skipIf(!env)('slurm over ssh (real slurm + sshd)', () => {
+describeIf(!!env, SERVICES, 'slurm over ssh (real slurm + sshd)', () => {
   const e = env as ServicesEnv;
   let slurm: SlurmSshConnector;
   beforeAll(() => {
@@ -182,7 +183,7 @@ describe.skipIf(!env)('slurm over ssh (real slurm + sshd)', () => {
   });
 });
 
-describe.skipIf(!env)('hostile job parameters against real sbatch', () => {
+describeIf(!!env, SERVICES, 'hostile job parameters against real sbatch', () => {
   const e = env as ServicesEnv;
   let slurm: SlurmSshConnector;
   beforeAll(() => {
@@ -219,7 +220,7 @@ describe.skipIf(!env)('hostile job parameters against real sbatch', () => {
   });
 });
 
-describe.skipIf(!env)('ssh faults (real sshd)', () => {
+describeIf(!!env, SERVICES, 'ssh faults (real sshd)', () => {
   const e = env as ServicesEnv;
   it('a connection built from settings + the encrypted secret store works; a missing secret is named', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'loupe-conn-'));

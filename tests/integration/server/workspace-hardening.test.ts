@@ -52,15 +52,15 @@ describe('append-only files: a bad line is reported and skipped', () => {
   });
   afterAll(() => core.dispose());
 
-  it('training:jobs answers with the good records and a warning per bad line, on every call', async () => {
+  it('training:jobs answers with the good records and an issue per bad line, on every call', async () => {
     for (let i = 0; i < 2; i++) {
       const r = await core.dispatch('training:jobs', {});
       expect(r.ok, JSON.stringify(r)).toBe(true);
-      const res = (r as { result: { jobs: TrainingJob[]; warnings?: string[] } }).result;
+      const res = (r as { result: { jobs: TrainingJob[]; issues?: string[] } }).result;
       expect(res.jobs.map((j) => j.key)).toEqual(['nowhere/d', 'nowhere/a']);
-      expect(res.warnings).toHaveLength(3);
-      expect(res.warnings?.[0]).toMatch(/jobs\.jsonl line 2: .*state/);
-      expect(res.warnings?.[2]).toMatch(/jobs\.jsonl line 4: not valid JSON/);
+      expect(res.issues).toHaveLength(3);
+      expect(res.issues?.[0]).toMatch(/jobs\.jsonl:2: .*state/);
+      expect(res.issues?.[2]).toMatch(/jobs\.jsonl:4: not valid JSON/);
     }
   });
 
