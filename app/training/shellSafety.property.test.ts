@@ -176,7 +176,8 @@ function buildHostile(id: string, values: string[]): { out: ReturnType<typeof bu
 
 describe('job templates never turn a parameter into shell code', () => {
   const accepted = new Map<string, Set<string>>();
-  for (const t of TEMPLATES) {
+  // custom-script's one text parameter IS the bash script ("runs exactly the script you type"): code by design.
+  for (const t of TEMPLATES.filter((x) => x.id !== 'custom-script')) {
     it(`${t.id}: every string parameter, hostile`, () => {
       const seen = accepted.get(t.id) ?? new Set<string>();
       accepted.set(t.id, seen);
