@@ -31,12 +31,13 @@ export interface EngineWiringOptions {
 
 /**
  * An engine manager for a process. A CLI process does one job, so a worker thread is enough; the app's core asks for
- * a child process, because onnxruntime dying inside a thread can take its host process with it.
+ * a crash boundary, because onnxruntime dying inside a thread can take its host process with it: a child process,
+ * or, inside Electron's utilityProcess (itself the boundary), a worker thread (native/engine/isolatedTransport.ts).
  */
 export async function createEngineManager(o: { isolation?: 'thread' | 'process'; maxConcurrent?: number; idleMs?: number; onEvent?: EngineManagerOptions['onEvent'] } = {}): Promise<EngineManager> {
   const transport =
     o.isolation === 'process'
-      ? (await import('../../native/engine/childProcessTransport')).childProcessTransportFactory
+      ? (await import('../../native/engine/isolatedTransport')).isolatedTransportFactory
       : (await import('../../native/engine/workerThreadTransport')).workerThreadTransportFactory;
   return new EngineManager({
     transport,
