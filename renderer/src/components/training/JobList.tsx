@@ -36,9 +36,11 @@ export function JobList() {
       </>
     );
   }
+  // The notice sits above the scrolling table so that it never hides the rows.
   return (
-    <div className="tr-jobs-scroll">
+    <>
       {skipped}
+      <div className="tr-jobs-scroll">
       <table className="table tr-jobs" data-testid="job-list">
         <thead>
           <tr>
@@ -82,6 +84,7 @@ export function JobList() {
           ))}
         </tbody>
       </table>
-    </div>
+      </div>
+    </>
   );
 }
