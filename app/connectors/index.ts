@@ -3,6 +3,7 @@
  * Connector from them.
  */
 import { z } from 'zod';
+import { clusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
 import { LocalConnector } from './local';
 import { RayConnector } from './ray';
 import type { SecretStore } from './secrets';
@@ -43,9 +44,9 @@ export const ConnectionConfigSchema = z.discriminatedUnion('kind', [
     passphraseSecret: z.string().optional(),
     /** known_hosts text for the host (public data, not a secret). */
     knownHosts: z.string().min(1, 'paste the host line from known_hosts (ssh-keyscan -p PORT HOST)'),
-    remoteDir: z.string().regex(/^\//, 'remoteDir must be an absolute path on the cluster'),
+    remoteDir: clusterDirSchema('remoteDir'),
     slurmConf: z.string().optional(),
-    partition: z.string().optional(),
+    partition: SlurmPartitionSchema.optional(),
   }),
   z.object({
     kind: z.literal('slurmrestd'),
@@ -54,8 +55,8 @@ export const ConnectionConfigSchema = z.discriminatedUnion('kind', [
     user: z.string().min(1),
     /** SecretStore entry holding a JWT (from `scontrol token`). */
     tokenSecret: z.string().min(1),
-    outputDir: z.string().regex(/^\//, 'outputDir must be an absolute path on the cluster'),
-    partition: z.string().optional(),
+    outputDir: clusterDirSchema('outputDir'),
+    partition: SlurmPartitionSchema.optional(),
     apiVersion: z.string().regex(/^v0\.0\.\d+$/).optional(),
   }),
   z.object({

@@ -7,8 +7,10 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promises as fs, openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { containedPath } from '../workspace/contain';
 import { pollFollow } from './follow';
 import { checkSecretEnv } from './jobSecrets';
+import { BASH_REDACT_FILTER, bashSecretForms } from './redact';
 import {
   checkJobName,
   ConnectorError,
@@ -69,7 +71,7 @@ export class LocalConnector implements Connector {
 
   private dir(id: string): string {
     if (!ID_RE.test(id)) throw new ConnectorError('not-found', `local job ${id}`, 'not a local job id (expected local-<ms>-<hex8>)');
-    return path.join(this.root, id);
+    return containedPath(this.root, id);
   }
 
   async probe(): Promise<string> {
@@ -93,12 +95,18 @@ export class LocalConnector implements Connector {
     } catch {
       throw new ConnectorError('invalid', 'local submit', `working directory ${cwd} does not exist`);
     }
-    // The wrapper records the exit code next to the log, so status works after Loupe restarts.
-    const wrapper = `bash ${JSON.stringify(scriptPath)}; c=$?; echo $c > ${JSON.stringify(path.join(dir, 'exit_code.tmp'))} && mv ${JSON.stringify(path.join(dir, 'exit_code.tmp'))} ${JSON.stringify(path.join(dir, 'exit_code'))}; exit $c`;
+    // The wrapper records the exit code next to the log, so status works after Loupe restarts. Paths travel as
+    // arguments ($1…), never inside the wrapper's text: the jobs folder's name may hold any character.
+    // A job with secrets: its output goes through the redacting filter before it reaches output.log, so a job that
+    // prints a secret leaves *** on disk. The filter's list of forms is not exported: the job never sees it.
+    const names = Object.keys(spec.secretEnv ?? {});
+    const run = names.length ? `${bashSecretForms(names)}\n${BASH_REDACT_FILTER}\nbash "$1" 2>&1 | loupe_redact; c=\${PIPESTATUS[0]}` : 'bash "$1"; c=$?';
+    const wrapper = `${run}; echo "$c" > "$2" && mv "$2" "$3"; exit "$c"`;
+    const wrapperArgs = [scriptPath, path.join(dir, 'exit_code.tmp'), path.join(dir, 'exit_code')];
     const fd = openSync(logPath, 'a');
     let pid: number | undefined;
     try {
-      const child = spawn('bash', ['-c', wrapper], {
+      const child = spawn('bash', ['-c', wrapper, 'loupe-job', ...wrapperArgs], {
         cwd,
         detached: true, // own process group: cancel kills the whole tree
         stdio: ['ignore', fd, fd],

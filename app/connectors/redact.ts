@@ -47,3 +47,50 @@ export function redactError<E>(e: E, secrets: readonly string[]): E {
   copy.stack = `${e.name}: ${msg}`;
   return copy as E;
 }
+
+/** `scheme://user:password@host` → `scheme://user:***@host`, anywhere in the text (the user name stays: it is not a secret). */
+export function redactUrlPasswords(text: string): string {
+  return text.replace(/\b([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/\s:@?#]*):([^/\s@?#]*)@/g, (_m, scheme: string, user: string) => `${scheme}${user}:***@`);
+}
+
+/** A JSON-like value with every string passed through `redactUrlPasswords` (for records written to disk). */
+export function redactUrlPasswordsDeep<T>(value: T): T {
+  if (typeof value === 'string') return redactUrlPasswords(value) as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => redactUrlPasswordsDeep(v)) as T;
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactUrlPasswordsDeep(v)])) as T;
+  return value;
+}
+
+/**
+ * Bash that defines `loupe_redact`: a filter copying stdin to stdout line by line with every string in the
+ * `loupe_forms` array replaced by `***`. Jobs' stored logs go through it (the local connector's output.log, the
+ * Slurm output file), so a job that prints its secret does not leave it on disk. Pure bash (no other program
+ * needs to exist where the job runs); `${line//"$s"/…}` with a quoted pattern matches the value literally.
+ */
+export const BASH_REDACT_FILTER = [
+  'loupe_redact() {',
+  '  local line s',
+  '  while IFS= read -r line || [ -n "$line" ]; do',
+  '    for s in "${loupe_forms[@]}"; do line=${line//"$s"/***}; done',
+  "    printf '%s\\n' \"$line\"",
+  '  done',
+  '}',
+].join('\n');
+
+/**
+ * Bash that fills `loupe_forms` from the named environment variables, with the forms `secretForms` lists for
+ * values that leave this process (the value, its base64, each line of 8+ characters).
+ */
+export function bashSecretForms(varNames: readonly string[]): string {
+  for (const n of varNames) if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) throw new Error(`bad environment variable name ${JSON.stringify(n)}`);
+  return [
+    'loupe_forms=()',
+    `for loupe_n in ${varNames.join(' ')}; do`,
+    '  loupe_v=${!loupe_n-}',
+    '  [ ${#loupe_v} -ge 4 ] || continue',
+    '  loupe_forms+=("$loupe_v" "$(printf \'%s\' "$loupe_v" | base64 | tr -d \'\\n\')")',
+    '  while IFS= read -r loupe_l; do [ ${#loupe_l} -ge 8 ] && loupe_forms+=("$loupe_l"); done <<<"$loupe_v"',
+    'done',
+    'unset loupe_n loupe_v loupe_l',
+  ].join('\n');
+}

@@ -2,15 +2,19 @@
  * Credentials (SSH keys, Ray tokens, Slurm JWTs, job secrets like WANDB_API_KEY) live behind `SecretStore`.
  * Two file backends:
  * - `EncryptedFileSecretStore` (browser mode, CLI, and Electron when the OS keychain is unusable): AES-256-GCM, the
- *   key in a machine-local 0600 file.
+ *   key in a machine-local 0600 file OUTSIDE the workspace (the user's config dir, `keys/<keyId>.key`; the store
+ *   file names its key by id only), so a copied or synced workspace does not decrypt. A key left inside the
+ *   workspace by older versions (`.private/secret.key`) is moved there on first use.
  * - `SafeStorageSecretStore` (Electron): each value encrypted by the OS keychain through Electron's `safeStorage`,
  *   stored as base64 ciphertext. The core never imports electron: `main/electron/main.ts` hands in a
  *   `SafeStorageAdapter`, and `openSecretStore` picks the backend and says which one (and why) in `SecretStoreInfo`.
  * Nothing here writes or logs a secret in plaintext.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { constants as fsc } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { defaultConfigDir } from '../workspace/paths';
 import { redactText } from './redact';
 
 export interface SecretStore {
@@ -43,15 +47,23 @@ interface Sealed {
 interface FileShape {
   version: 1;
   cipher: 'aes-256-gcm';
+  /** Names the key file `<keyDir>/<keyId>.key` (the id is not secret; the key never sits next to the store). */
+  keyId?: string;
   entries: Record<string, Sealed>;
 }
 
 export interface EncryptedFileSecretStoreOptions {
   /** The encrypted store (e.g. `<workspace>/secrets.enc.json`). */
   file: string;
-  /** A machine-local key file (32 random bytes, created 0600 when missing; e.g. in the user's config dir, not the workspace). */
-  keyFile: string;
+  /** An explicit machine-local key file (32 random bytes, created 0600 when missing), e.g. the CLI's --key-file. */
+  keyFile?: string;
+  /** Else: a folder outside the workspace holding one key per store, `<keyId>.key`, the id recorded in the store file. */
+  keyDir?: string;
+  /** A key file an older version kept inside the workspace: moved into `keyDir` on first use, then deleted. */
+  legacyKeyFile?: string;
 }
+
+const KEY_ID_RE = /^[a-f0-9]{32}$/;
 
 /**
  * A 0600 JSON file of `{version: 1, cipher, entries}` shared by the two file-backed stores: read (absent = empty;
@@ -110,30 +122,84 @@ class SecretFile<T extends { version: number; cipher: string; entries: Record<st
 }
 
 export class EncryptedFileSecretStore implements SecretStore {
-  private key: Buffer | null = null;
+  private key: Promise<Buffer | null> | null = null;
+  private keyPath: string;
   private readonly f: SecretFile<FileShape>;
   constructor(private readonly o: EncryptedFileSecretStoreOptions) {
+    if (!o.keyFile && !o.keyDir) throw new SecretStoreError('EncryptedFileSecretStore needs keyFile or keyDir');
     this.f = new SecretFile<FileShape>(o.file, 'aes-256-gcm');
+    this.keyPath = o.keyFile ?? '(key not chosen yet)';
   }
 
-  private async loadKey(): Promise<Buffer> {
-    if (this.key) return this.key;
-    let st = await fs.stat(this.o.keyFile).catch(() => null);
+  /** Where this store's key lives (for messages and the UI). */
+  get keyLocation(): string {
+    return this.keyPath;
+  }
+
+  /**
+   * The key, created when `create` and missing. With `keyDir`: the store file's keyId names it; a store without
+   * one gets a fresh id, and an older in-workspace key (`legacyKeyFile`) is moved to `<keyDir>/<id>.key` first.
+   * Null when there is no key and `create` is false (nothing was ever stored).
+   */
+  private loadKey(create: boolean): Promise<Buffer | null> {
+    const p = (this.key ??= this.f.serial(() => this.resolveKey(create)).then((k) => {
+      if (!k) this.key = null; // try again (and create) on the next set
+      return k;
+    }));
+    p.catch(() => (this.key = null));
+    return p;
+  }
+
+  private async resolveKey(create: boolean): Promise<Buffer | null> {
+    if (this.o.keyFile) return this.readKeyFile(this.o.keyFile, create);
+    const keyDir = this.o.keyDir as string;
+    const shape = await this.f.read();
+    if (shape.keyId !== undefined) {
+      if (!KEY_ID_RE.test(shape.keyId)) throw new SecretStoreError(`${this.o.file}: keyId ${JSON.stringify(shape.keyId)} is not a key id`);
+      this.keyPath = path.join(keyDir, `${shape.keyId}.key`);
+      const key = await this.readKeyFile(this.keyPath, false);
+      if (!key) {
+        throw new SecretStoreError(
+          `secrets in ${this.o.file} cannot be decrypted: their key (${this.keyPath}) is not on this machine (a copied workspace does not bring its secrets); set them again here`,
+        );
+      }
+      return key;
+    }
+    const legacy = this.o.legacyKeyFile ? await fs.readFile(this.o.legacyKeyFile).catch(() => null) : null;
+    if (!legacy && !create) return null;
+    if (legacy && legacy.length !== 32) throw new SecretStoreError(`key file ${this.o.legacyKeyFile} must hold 32 bytes, found ${legacy.length}`);
+    const keyId = randomBytes(16).toString('hex');
+    this.keyPath = path.join(keyDir, `${keyId}.key`);
+    await fs.mkdir(keyDir, { recursive: true, mode: 0o700 });
+    const key = legacy ?? randomBytes(32);
+    await fs.writeFile(this.keyPath, key, { mode: 0o600, flag: 'wx' });
+    await this.f.write({ ...shape, keyId });
+    if (legacy && this.o.legacyKeyFile) {
+      // Moved: the workspace no longer holds a key (remove its folder too when that leaves it empty).
+      await fs.rm(this.o.legacyKeyFile, { force: true });
+      await fs.rmdir(path.dirname(this.o.legacyKeyFile)).catch(() => undefined);
+    }
+    return key;
+  }
+
+  private async readKeyFile(file: string, create: boolean): Promise<Buffer | null> {
+    let st = await fs.stat(file).catch(() => null);
     if (!st) {
-      await fs.mkdir(path.dirname(this.o.keyFile), { recursive: true, mode: 0o700 });
+      if (!create) return null;
+      await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
       try {
-        await fs.writeFile(this.o.keyFile, randomBytes(32), { mode: 0o600, flag: 'wx' });
+        await fs.writeFile(file, randomBytes(32), { mode: 0o600, flag: 'wx' });
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       }
-      st = await fs.stat(this.o.keyFile);
+      st = await fs.stat(file);
     }
     if (process.platform !== 'win32' && (st.mode & 0o077) !== 0) {
-      throw new SecretStoreError(`key file ${this.o.keyFile} is readable by others (mode ${(st.mode & 0o777).toString(8)}); run chmod 600 on it`);
+      throw new SecretStoreError(`key file ${file} is readable by others (mode ${(st.mode & 0o777).toString(8)}); run chmod 600 on it`);
     }
-    const key = await fs.readFile(this.o.keyFile);
-    if (key.length !== 32) throw new SecretStoreError(`key file ${this.o.keyFile} must hold 32 bytes, found ${key.length}`);
-    this.key = key;
+    await fs.access(file, fsc.R_OK);
+    const key = await fs.readFile(file);
+    if (key.length !== 32) throw new SecretStoreError(`key file ${file} must hold 32 bytes, found ${key.length}`);
     return key;
   }
 
@@ -156,23 +222,25 @@ export class EncryptedFileSecretStore implements SecretStore {
 
   async get(name: string): Promise<string | undefined> {
     this.check(name);
-    const key = await this.loadKey();
+    const key = await this.loadKey(false);
     const e = (await this.read()).entries[name];
     if (!e) return undefined;
+    if (!key) throw new SecretStoreError(`secret ${JSON.stringify(name)} cannot be decrypted: its key file ${this.keyPath} is missing; set it again`);
     try {
       const d = createDecipheriv('aes-256-gcm', key, Buffer.from(e.iv, 'base64'));
       d.setAAD(Buffer.from(name, 'utf8')); // binds the value to its name: entries cannot be swapped
       d.setAuthTag(Buffer.from(e.tag, 'base64'));
       return Buffer.concat([d.update(Buffer.from(e.data, 'base64')), d.final()]).toString('utf8');
     } catch {
-      throw new SecretStoreError(`secret ${JSON.stringify(name)} cannot be decrypted with ${this.o.keyFile} (wrong key file or tampered store); set it again`);
+      throw new SecretStoreError(`secret ${JSON.stringify(name)} cannot be decrypted with ${this.keyPath} (wrong key file or tampered store); set it again`);
     }
   }
 
   async set(name: string, value: string): Promise<void> {
     this.check(name);
+    const key = await this.loadKey(true);
+    if (!key) throw new SecretStoreError(`no key for ${this.o.file}`);
     return this.serial(async () => {
-      const key = await this.loadKey();
       const shape = await this.read();
       const iv = randomBytes(12);
       const c = createCipheriv('aes-256-gcm', key, iv);
@@ -329,8 +397,12 @@ export interface SecretStoreInfo {
 export interface OpenSecretStoreOptions {
   /** Folder for the store files (`secrets.safe.json` / `secrets.enc.json`). */
   dir: string;
-  /** Key file of the AES-GCM store (used when safeStorage is absent or unavailable). */
-  keyFile: string;
+  /** Key of the AES-GCM store (used when safeStorage is absent or unavailable): an explicit file, or… */
+  keyFile?: string;
+  /** …a folder outside the workspace with one key per store (see EncryptedFileSecretStoreOptions). */
+  keyDir?: string;
+  /** An older in-workspace key file to move into keyDir. */
+  legacyKeyFile?: string;
   /** Given by the Electron door; absent in browser mode and the CLI. */
   safeStorage?: SafeStorageAdapter;
 }
@@ -345,8 +417,15 @@ export const ENCRYPTED_STORE_FILE = 'secrets.enc.json';
  */
 export async function openSecretStore(o: OpenSecretStoreOptions): Promise<{ store: SecretStore; info: SecretStoreInfo }> {
   const encFile = path.join(o.dir, ENCRYPTED_STORE_FILE);
-  const fileStore = (): EncryptedFileSecretStore => new EncryptedFileSecretStore({ file: encFile, keyFile: o.keyFile });
-  if (!o.safeStorage) return { store: fileStore(), info: { kind: 'encrypted-file', label: 'encrypted file (browser mode)', file: encFile } };
+  const fileStore = (): EncryptedFileSecretStore =>
+    new EncryptedFileSecretStore({
+      file: encFile,
+      ...(o.keyFile ? { keyFile: o.keyFile } : {}),
+      ...(o.keyDir ? { keyDir: o.keyDir } : {}),
+      ...(o.legacyKeyFile ? { legacyKeyFile: o.legacyKeyFile } : {}),
+    });
+  const keyNote = o.keyDir ? { note: `AES-256-GCM; the key is kept outside the workspace, in ${o.keyDir}` } : {};
+  if (!o.safeStorage) return { store: fileStore(), info: { kind: 'encrypted-file', label: 'encrypted file (browser mode)', ...keyNote, file: encFile } };
   let ok = false;
   try {
     ok = o.safeStorage.available();
@@ -387,15 +466,17 @@ export async function openSecretStore(o: OpenSecretStoreOptions): Promise<{ stor
 }
 
 /**
- * Where a workspace keeps its secrets: the store files in `<workspace>/training/`, the AES-GCM key in
- * `<workspace>/.private/secret.key` (0600). The app and `loupe train` both open the store through here, so a
- * secret saved on the Training page is the one the CLI uses.
+ * Where a workspace keeps its secrets: the store files in `<workspace>/training/`; the AES-GCM key OUTSIDE the
+ * workspace, in `<configDir>/keys/<keyId>.key` (0600; the store file names it by id), so a copied or synced
+ * workspace does not decrypt. `legacyKeyFile` is where older versions kept the key (`<workspace>/.private/`): it
+ * is moved out on first use. The app and `loupe train` both open the store through here, so a secret saved on the
+ * Training page is the one the CLI uses.
  */
-export function workspaceSecretPaths(workspace: string): { dir: string; keyFile: string } {
-  return { dir: path.join(workspace, 'training'), keyFile: path.join(workspace, '.private', 'secret.key') };
+export function workspaceSecretPaths(workspace: string, configDir: string = defaultConfigDir()): { dir: string; keyDir: string; legacyKeyFile: string } {
+  return { dir: path.join(workspace, 'training'), keyDir: path.join(configDir, 'keys'), legacyKeyFile: path.join(workspace, '.private', 'secret.key') };
 }
 
 /** The workspace's one secret store (OS keychain when the Electron door hands in safeStorage, else the AES-GCM file). */
-export function openWorkspaceSecretStore(workspace: string, safeStorage?: SafeStorageAdapter): Promise<{ store: SecretStore; info: SecretStoreInfo }> {
-  return openSecretStore({ ...workspaceSecretPaths(workspace), ...(safeStorage ? { safeStorage } : {}) });
+export function openWorkspaceSecretStore(workspace: string, safeStorage?: SafeStorageAdapter, configDir?: string): Promise<{ store: SecretStore; info: SecretStoreInfo }> {
+  return openSecretStore({ ...workspaceSecretPaths(workspace, configDir), ...(safeStorage ? { safeStorage } : {}) });
 }

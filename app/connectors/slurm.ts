@@ -3,9 +3,11 @@
  * outputs that have been stable for years. Logs are read with `tail -c +N` from an absolute output path
  * derived from the job id (`<remoteDir>/loupe-<id>.out`), so no client-side state is needed.
  */
+import type { z } from 'zod';
+import { clusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
 import { pollFollow } from './follow';
 import { checkSecretEnv, specSecretForms } from './jobSecrets';
-import { redactError, redactText } from './redact';
+import { BASH_REDACT_FILTER, bashSecretForms, redactError, redactText } from './redact';
 import { shq, SshSession, type ExecResult, type SshOptions } from './ssh';
 import {
   checkJobName,
@@ -101,6 +103,21 @@ export function statusFromScontrol(id: string, fields: Record<string, string>): 
   return st;
 }
 
+/**
+ * Check a value that Loupe writes into an `#SBATCH` line or a Slurm setting: the same rules as the connection
+ * schemas, so a value that skipped them (a connection file, a template's resources) still cannot add lines.
+ */
+export function checkSlurmValue(schema: z.ZodType<string>, value: string, what: string, where: string): void {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new ConnectorError('invalid', where, `${what} ${JSON.stringify(value)}: ${r.error.issues.map((i) => i.message).join('; ')}`);
+}
+
+/** A number in an `#SBATCH` line: a positive whole number, whatever the caller's types said. */
+function sbatchInt(v: unknown, what: string, where: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw new ConnectorError('invalid', where, `${what} must be a positive whole number, got ${JSON.stringify(v)}`);
+  return v;
+}
+
 export interface SlurmSshOptions {
   ssh: SshOptions | SshSession;
   /** Absolute directory on the cluster for job output files (created on submit). */
@@ -122,7 +139,8 @@ export class SlurmSshConnector implements Connector {
   readonly ssh: SshSession;
   private readonly o: SlurmSshOptions;
   constructor(options: SlurmSshOptions) {
-    if (!options.remoteDir.startsWith('/')) throw new ConnectorError('invalid', 'slurm-ssh', `remoteDir must be absolute, got ${JSON.stringify(options.remoteDir)}`);
+    checkSlurmValue(clusterDirSchema('remoteDir'), options.remoteDir, 'remoteDir', 'slurm-ssh');
+    if (options.partition !== undefined) checkSlurmValue(SlurmPartitionSchema, options.partition, 'partition', 'slurm-ssh');
     this.o = options;
     this.ssh = options.ssh instanceof SshSession ? options.ssh : new SshSession(options.ssh);
   }
@@ -153,20 +171,38 @@ export class SlurmSshConnector implements Connector {
   /** The batch script sent on stdin: #SBATCH header + (non-secret) env exports + body. `secretEnv` is never written here. */
   buildScript(spec: JobSpec): string {
     const r = spec.resources ?? {};
+    const where = 'slurm-ssh submit';
+    // Every value of a header line is checked here, where the line is written: one line each, nothing more.
+    checkJobName(spec.name, where);
     const lines = ['#!/bin/bash', `#SBATCH --job-name=${spec.name}`, `#SBATCH --output=${this.o.remoteDir.replace(/\/+$/, '')}/loupe-%j.out`];
     const partition = r.partition ?? this.o.partition;
-    if (partition) lines.push(`#SBATCH --partition=${partition}`);
-    if (r.nodes) lines.push(`#SBATCH --nodes=${r.nodes}`);
-    if (r.cpus) lines.push(`#SBATCH --cpus-per-task=${r.cpus}`);
-    if (r.gpus) lines.push(`#SBATCH --gpus-per-node=${r.gpus}`);
-    if (r.memoryMb) lines.push(`#SBATCH --mem=${r.memoryMb}M`);
-    if (r.timeLimitMin) lines.push(`#SBATCH --time=${r.timeLimitMin}`);
-    if (spec.cwd) lines.push(`#SBATCH --chdir=${spec.cwd}`);
+    if (partition) {
+      checkSlurmValue(SlurmPartitionSchema, partition, 'partition', where);
+      lines.push(`#SBATCH --partition=${partition}`);
+    }
+    if (r.nodes) lines.push(`#SBATCH --nodes=${sbatchInt(r.nodes, 'nodes', where)}`);
+    if (r.cpus) lines.push(`#SBATCH --cpus-per-task=${sbatchInt(r.cpus, 'cpus', where)}`);
+    if (r.gpus) lines.push(`#SBATCH --gpus-per-node=${sbatchInt(r.gpus, 'gpus', where)}`);
+    if (r.memoryMb) lines.push(`#SBATCH --mem=${sbatchInt(r.memoryMb, 'memoryMb', where)}M`);
+    if (r.timeLimitMin) lines.push(`#SBATCH --time=${sbatchInt(r.timeLimitMin, 'timeLimitMin', where)}`);
+    if (spec.cwd) {
+      checkSlurmValue(clusterDirSchema('cwd'), spec.cwd, 'cwd', where);
+      lines.push(`#SBATCH --chdir=${spec.cwd}`);
+    }
     for (const [k, v] of Object.entries(spec.env ?? {})) {
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new ConnectorError('invalid', 'slurm-ssh submit', `environment variable name ${JSON.stringify(k)} is not valid`);
       lines.push(`export ${k}=${shq(v)}`);
     }
     const body = spec.script.startsWith('#!') ? spec.script.slice(spec.script.indexOf('\n') + 1) : spec.script;
+    const names = Object.keys(spec.secretEnv ?? {});
+    if (names.length) {
+      // The job's output file must not keep a secret the job prints: the body runs in a child bash whose output
+      // goes through the redacting filter (the secrets themselves arrive in the environment, never in this text).
+      const tag = 'LOUPE_BODY_EOF';
+      if (body.split('\n').includes(tag)) throw new ConnectorError('invalid', where, `the script contains the line ${tag}, which Loupe uses to quote it`);
+      lines.push(bashSecretForms(names), BASH_REDACT_FILTER, `IFS= read -r -d '' loupe_body <<'${tag}' || true`, `${body}${body.endsWith('\n') ? '' : '\n'}${tag}`, 'bash -c "$loupe_body" 2>&1 | loupe_redact', 'exit "${PIPESTATUS[0]}"');
+      return `${lines.join('\n')}\n`;
+    }
     return `${lines.join('\n')}\n${body}${body.endsWith('\n') ? '' : '\n'}`;
   }
 
@@ -190,7 +226,6 @@ export class SlurmSshConnector implements Connector {
 
   async submit(spec: JobSpec): Promise<SubmitResult> {
     checkJobName(spec.name, 'slurm-ssh submit');
-    if (spec.cwd && /\s/.test(spec.cwd)) throw new ConnectorError('invalid', 'slurm-ssh submit', 'cwd must not contain whitespace (#SBATCH lines cannot quote)');
     const hide = specSecretForms(spec);
     const script = this.buildScript(spec);
     const { command, stdin } = this.submitCommand(spec, script);

@@ -11,7 +11,8 @@ import { pollFollow } from './follow';
 import { httpRequest, type HttpResponse } from './http';
 import { checkSecretEnv, specSecretForms } from './jobSecrets';
 import { redactError, redactText } from './redact';
-import { mapSlurmState } from './slurm';
+import { clusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
+import { checkSlurmValue, mapSlurmState } from './slurm';
 import {
   checkJobName,
   ConnectorError,
@@ -123,6 +124,8 @@ export class SlurmRestConnector implements Connector {
   readonly kind = 'slurmrestd' as const;
   private version: string | null;
   constructor(private readonly o: SlurmRestOptions) {
+    checkSlurmValue(clusterDirSchema('outputDir'), o.outputDir, 'outputDir', 'slurmrestd');
+    if (o.partition !== undefined) checkSlurmValue(SlurmPartitionSchema, o.partition, 'partition', 'slurmrestd');
     this.version = o.apiVersion ?? null;
   }
 
@@ -208,7 +211,10 @@ export class SlurmRestConnector implements Connector {
       environment: v <= 38 ? env : Object.entries(env).map(([k, val]) => `${k}=${val}`),
     };
     const partition = r.partition ?? this.o.partition;
-    if (partition) job.partition = partition;
+    if (partition) {
+      checkSlurmValue(SlurmPartitionSchema, partition, 'partition', 'slurmrestd submit');
+      job.partition = partition;
+    }
     if (r.timeLimitMin) job.time_limit = v <= 38 ? r.timeLimitMin : { set: true, infinite: false, number: r.timeLimitMin };
     if (r.cpus) job.cpus_per_task = r.cpus;
     if (r.nodes) job.nodes = v <= 38 ? r.nodes : String(r.nodes);

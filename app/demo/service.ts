@@ -15,6 +15,7 @@ import { getDialect } from '../protocol';
 import type { CallPlan, Dialect, ParsedCall } from '../protocol/types';
 import { pyJsonDumps } from '../pycompat/json';
 import type { MediaStore, RunStore, RunHandle } from '../workspace';
+import { containedPath, safeFileName } from '../workspace/contain';
 import { OpenAIEngine } from '../engines/openai/openaiEngine';
 import type { Engine } from '../engines/types';
 import type { ModelService } from '../engines/models';
@@ -552,7 +553,7 @@ export function createDemoService(d: DemoServiceDeps) {
       const t = b.trajectory;
       const dir = path.join(d.workspace, 'exports');
       await fsp.mkdir(dir, { recursive: true });
-      const file = path.join(dir, `${runId}-${b.id}.${format}`);
+      const file = containedPath(dir, `${safeFileName(`${runId}-${b.id}`)}.${format}`); // a sample id may hold ../
       if (format === 'html') {
         const dataUrls = new Map<string, string>();
         for (const id of trajectoryMediaIds(t)) {

@@ -8,6 +8,8 @@
  */
 import { appendFile, mkdir, open, readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { containedPath } from '../workspace/contain';
+import { parseJsonl } from '../workspace/jsonl';
 import { fsyncDir, isNotFound } from './fsio';
 import { checkAnnotatorId, LabelEventSchema, type LabelEvent, type LabelEventInput } from './events';
 
@@ -28,33 +30,26 @@ export interface LabelFileRead {
   tornTail?: { line: number; bytes: number; text: string };
 }
 
-/** Parse the text of one annotator file. Pure; exported for tests and importers. */
+/**
+ * Parse the text of one annotator file with the workspace's one tolerant JSONL reader. Pure; exported for tests
+ * and importers. Bad complete lines become issues; an unparseable last line without its newline is the torn tail.
+ */
 export function parseLabelLines(text: string, annotator: string, file = `${annotator}.jsonl`): LabelFileRead {
   const out: LabelFileRead = { annotator, events: [], issues: [] };
-  const lines = text.split('\n');
-  const last = lines.length - 1; // text after the final '\n' ('' when the file ends cleanly)
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] ?? '';
-    if (line.trim() === '') continue;
-    let raw: unknown;
-    let parseError: string | undefined;
-    try {
-      raw = JSON.parse(line);
-    } catch (err) {
-      parseError = `not valid JSON: ${(err as Error).message}`;
-    }
-    if (parseError === undefined) {
-      const ev = LabelEventSchema.safeParse(raw);
-      if (ev.success) {
-        if (ev.data.who !== annotator) {
-          out.issues.push({ file, line: i + 1, message: `event by '${ev.data.who}' in the file of '${annotator}'; skipped` });
-        } else out.events.push(ev.data);
-        continue;
-      }
-      parseError = ev.error.issues.map((x) => `${x.path.join('.') || '(line)'}: ${x.message}`).join('; ');
-    }
-    if (i === last) out.tornTail = { line: i + 1, bytes: Buffer.byteLength(line), text: line };
-    else out.issues.push({ file, line: i + 1, message: parseError });
+  const buf = Buffer.from(text, 'utf8');
+  const { records, issues } = parseJsonl<LabelEvent>(buf, (raw) => {
+    const ev = LabelEventSchema.safeParse(raw);
+    if (!ev.success) return { ok: false, message: ev.error.issues.map((x) => `${x.path.join('.') || '(line)'}: ${x.message}`).join('; ') };
+    if (ev.data.who !== annotator) return { ok: false, message: `event by '${ev.data.who}' in the file of '${annotator}'; skipped` };
+    return { ok: true, value: ev.data };
+  });
+  out.events = records;
+  for (const i of issues) {
+    if (i.kind === 'unterminated-tail') continue; // a complete event that only lacks its newline: kept
+    if (i.kind === 'torn-tail') {
+      const tail = buf.subarray(i.offset);
+      out.tornTail = { line: i.line, bytes: tail.length, text: tail.toString('utf8') };
+    } else out.issues.push({ file, line: i.line, message: i.message });
   }
   return out;
 }
@@ -72,7 +67,7 @@ export class LabelStore {
 
   fileOf(annotator: string): string {
     checkAnnotatorId(annotator);
-    return join(this.dir, `${annotator}.jsonl`);
+    return containedPath(this.dir, `${annotator}.jsonl`);
   }
 
   /** Annotators with a file in `labels/`. */

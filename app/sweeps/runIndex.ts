@@ -7,6 +7,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { RunManifest, SampleRecord } from '../contract/trajectory';
 import { SampleRecordSchema } from '../contract/trajectory';
+import { parseJsonl } from '../workspace/jsonl';
 import { SampleIndex } from './query/sampleIndex';
 import type { StatRow } from './stats/accuracy';
 
@@ -62,27 +63,15 @@ export class RunIndexService {
     if (cached && cached.size === st.size && cached.mtimeMs === st.mtimeMs) return cached;
     const manifest = await this.files.readManifest(runId);
     const buf = st.size ? await fsp.readFile(file) : Buffer.alloc(0);
-    const rows: SampleRecord[] = [];
     const offsets: Array<[number, number]> = [];
-    let unreadable = 0;
-    let start = 0;
-    while (start < buf.length) {
-      let end = buf.indexOf(0x0a, start);
-      const complete = end !== -1;
-      if (!complete) end = buf.length;
-      if (end > start) {
-        try {
-          const v: unknown = JSON.parse(buf.toString('utf8', start, end));
-          if (looksLikeSample(v)) {
-            rows.push(compact(v));
-            offsets.push([start, end - start]);
-          } else unreadable++;
-        } catch {
-          unreadable++; // a torn last line after a kill, or a corrupt line: skipped, counted, never fatal
-        }
-      }
-      start = end + 1;
-    }
+    // The workspace's one tolerant JSONL reader: a torn last line after a kill or a corrupt line is skipped and
+    // counted, never fatal.
+    const { records: rows, issues } = parseJsonl<SampleRecord>(buf, (v, _line, span) => {
+      if (!looksLikeSample(v)) return { ok: false, message: 'not a sample record' };
+      offsets.push([span.offset, span.length]);
+      return { ok: true, value: compact(v) };
+    });
+    const unreadable = issues.filter((i) => i.kind !== 'unterminated-tail').length;
     const scan: RunScan = { size: st.size, mtimeMs: st.mtimeMs, manifest, rows, offsets, unreadable };
     this.scans.set(runId, scan);
     return scan;

@@ -20,6 +20,16 @@ export function multiline(cmd: string, args: Array<string | [string, string | nu
   return [cmd, ...parts].join(' \\\n    ');
 }
 
+/**
+ * A hydra list override as ONE shell word, e.g. `data.train_files=[/abs/a.parquet,$PWD/rel/b.parquet]`: every
+ * value is single-quoted, relative paths are prefixed with the job's working directory through `"$PWD"`, and the
+ * brackets are quoted too (unquoted `[...]` is a glob pattern to bash).
+ */
+export function hydraPathList(key: string, paths: readonly string[]): string {
+  const items = paths.map((x) => (x.startsWith('/') ? `'${x.replace(/'/g, `'\\''`)}'` : `"$PWD"/'${x.replace(/'/g, `'\\''`)}'`));
+  return `'${key}=['${items.join("','")}']'`;
+}
+
 /** Python bool literal for hydra/fire overrides. */
 export function pyBool(b: boolean): 'True' | 'False' {
   return b ? 'True' : 'False';

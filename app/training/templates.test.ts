@@ -77,6 +77,31 @@ describe('templates', () => {
     expect(templateDefaults('deepeyes-grpo')).toMatchObject({ judgePort: 18901, judgeModel: 'Qwen/Qwen2.5-72B-Instruct' });
   });
 
+
+  it('a misspelled parameter is an error that lists the valid names (not dropped for the default)', () => {
+    const issues = (id: string, params: Record<string, unknown>) => {
+      try {
+        buildTemplate(id, params);
+      } catch (e) {
+        return (e as TemplateParamsError).issues;
+      }
+      return [];
+    };
+    const top = issues('verl-tool-pixel-reasoner-grpo', { modle: 'Qwen/Qwen2.5-VL-7B-Instruct' });
+    expect(top).toHaveLength(1);
+    expect(top[0]?.path).toBe('');
+    expect(top[0]?.message).toMatch(/^unknown parameter "modle"; valid: repoDir, dataPrep, trainFiles, valFiles, model, /);
+    const nested = issues('verl-tool-pixel-reasoner-grpo', { dataPrep: { filterlen: 100 } });
+    expect(nested[0]).toMatchObject({ path: 'dataPrep', message: expect.stringMatching(/unknown parameter "filterlen"; valid: .*filterLen/) });
+    for (const t of TEMPLATES) expect(issues(t.id, { ...(t.id === 'ms-swift-grpo-vsibench' ? { dataset: 'd' } : {}), zzz: 1 }).some((i) => /unknown parameter "zzz"/.test(i.message))).toBe(true);
+  });
+
+  it('a judge host is a host name, not shell text; paths refuse control characters', () => {
+    expect(() => buildTemplate('deepeyes-grpo', { judgeHost: '$(id>/tmp/x)' })).toThrow(/judgeHost: a host name or IP address/);
+    expect(buildTemplate('deepeyes-grpo', { judgeHost: 'judge-0.cluster.local' }).env.LLM_AS_A_JUDGE_BASE).toBe('http://judge-0.cluster.local:18901/v1');
+    expect(buildTemplate('deepeyes-grpo', { judgeHost: '[::1]' }).env.LLM_AS_A_JUDGE_BASE).toBe('http://[::1]:18901/v1');
+    expect(() => buildTemplate('verl-tool-pixel-reasoner-grpo', { model: 'a\nb' })).toThrow(/model: the value must be one line without control characters/);
+  });
   it('Pixel Reasoner: the generated wrapper really patches train_vlm_multi.sh and passes the env vars', () => {
     const repo = path.join(tmp, 'pr');
     mkdirSync(path.join(repo, 'scripts'), { recursive: true });

@@ -5,23 +5,46 @@
  */
 import { z } from 'zod';
 import { msSwiftVsiPluginSource } from './rewards';
-import { exportLines, multiline, num, pyBool, q } from './shell';
+import { exportLines, hydraPathList, multiline, num, pyBool, q } from './shell';
 import type { JobTemplate, TemplateOutput } from './types';
 
-const path = z.string({ error: (iss) => (iss.input === undefined ? 'is required' : 'must be a string') }).min(1, 'must not be empty');
+/**
+ * Free text that reaches a job (paths, model ids): any characters but control characters. The templates pass it
+ * to bash only single-quoted or through the environment, so `$()`, quotes or `;` stay literal; a line break or NUL
+ * has no place in a path or a trainer's override and is refused here with a clear message.
+ */
+const text = (what = 'the value') =>
+  z
+    .string({ error: (iss) => (iss.input === undefined ? 'is required' : 'must be a string') })
+    .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), `${what} must be one line without control characters`);
+const path = text().min(1, 'must not be empty');
+/** A host name or IP address (the judge's): it becomes part of a URL the job calls. */
+const host = z
+  .string()
+  .min(1, 'must not be empty')
+  .regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])$/, 'a host name or IP address (letters, digits, "-" and "."; IPv6 in [brackets])');
+/**
+ * A parameter object that refuses unknown keys and names the valid ones: a misspelled parameter (`--set modle=…`)
+ * must be an error, not silently dropped so that the job runs with the default.
+ */
+export function templateParams<T extends z.ZodRawShape>(shape: T) {
+  const names = Object.keys(shape).join(', ');
+  return z.strictObject(shape, {
+    error: (iss) =>
+      iss.code === 'unrecognized_keys' ? `unknown parameter${iss.keys.length > 1 ? 's' : ''} ${iss.keys.map((k) => JSON.stringify(k)).join(', ')}; valid: ${names}` : undefined,
+  });
+}
 const posInt = (what: string) => z.number({ error: `${what} must be a number` }).int(`${what} must be a whole number`).positive(`${what} must be > 0`);
 const prob = (what: string) => z.number().min(0, `${what} must be ≥ 0`).max(1, `${what} must be ≤ 1`);
 
 // ───────────────────────── verl-tool pixel_reasoner GRPO ─────────────────────────
-export const VerlToolPixelReasonerSchema = z
-  .object({
+export const VerlToolPixelReasonerSchema = templateParams({
     /** verl-tool checkout on the machine that runs the job. */
     repoDir: path.default('.'),
-    dataPrep: z
-      .object({
+    dataPrep: templateParams({
         enabled: z.boolean().default(true),
-        datasetPath: z.string().default('TIGER-Lab/PixelReasoner-RL-Data'),
-        localDir: z.string().default('data/pixel_reasoner'),
+        datasetPath: text().default('TIGER-Lab/PixelReasoner-RL-Data'),
+        localDir: text().default('data/pixel_reasoner'),
         version: z.string().regex(/^[A-Za-z0-9._-]+$/, 'version is a folder name: letters, digits, . _ -').default('max_8192'),
         /** Drop rows whose multimodal prompt is longer than this many tokens (prepare_train.py --filter_len). */
         filterLen: posInt('filterLen').nullable().default(8192),
@@ -77,7 +100,8 @@ export const verlToolPixelReasonerTemplate: JobTemplate<typeof VerlToolPixelReas
     const dataDir = `${dp.localDir}/${(dp.datasetPath.split('/').pop() ?? '').replace(/-/g, '_')}/${dp.version}`;
     const train = p.trainFiles ?? [`${dataDir}/train.parquet`];
     const val = p.valFiles ?? (p.trainFiles ? [] : [`${dataDir}/val.parquet`]);
-    const model = p.model.replace(/\//g, '_').toLowerCase();
+    // The run name is a folder and a hydra value: only name characters of the model id (an HF id keeps its letters).
+    const model = p.model.replace(/[^A-Za-z0-9._-]/g, '_').toLowerCase();
     const exp = p.experimentName ?? `pixel_reasoner-agent-${model}-${p.rlAlg}-n${p.n}-b${p.batchSize}-t${p.temperature}-lr${num(p.lr)}`;
     const metricsFile = `loupe_metrics/${p.projectName}/${exp}.jsonl`;
     const lines: string[] = ['set -euo pipefail', `cd ${q(p.repoDir)}`];
@@ -104,13 +128,12 @@ export const verlToolPixelReasonerTemplate: JobTemplate<typeof VerlToolPixelReas
       'tool_server_pid=$!',
       'trap \'kill "$tool_server_pid" 2>/dev/null || true\' EXIT',
       `mkdir -p ${q(metricsFile.replace(/\/[^/]+$/, ''))}`,
-      `export VERL_FILE_LOGGER_PATH="$(pwd)/${metricsFile}"`,
+      `export VERL_FILE_LOGGER_PATH="$PWD"/${q(metricsFile)}`,
     );
-    const list = (xs: string[]): string => `[${xs.map((x) => (x.startsWith('/') ? x : `$(pwd)/${x}`)).join(',')}]`;
     const args: Array<string | [string, string | number | boolean]> = [
       `algorithm.adv_estimator=${p.rlAlg}`,
-      `data.train_files=${list(train)}`,
-      ...(val.length ? [`data.val_files=${list(val)}`] : []),
+      hydraPathList('data.train_files', train),
+      ...(val.length ? [hydraPathList('data.val_files', val)] : []),
       `data.train_batch_size=${p.batchSize}`,
       `data.max_prompt_length=${p.maxPromptLength}`,
       `data.max_response_length=${p.maxResponseLength}`,
@@ -158,7 +181,7 @@ export const verlToolPixelReasonerTemplate: JobTemplate<typeof VerlToolPixelReas
       'algorithm.kl_ctrl.kl_coef=0',
       `trainer.logger=['console','file'${p.useWandb ? ",'wandb'" : ''}]`,
       `trainer.project_name=${p.projectName}`,
-      `trainer.experiment_name=${exp}`,
+      q(`trainer.experiment_name=${exp}`),
       'trainer.val_before_train=True',
       `trainer.n_gpus_per_node=${p.nGpusPerNode}`,
       `trainer.nnodes=${p.nNodes}`,
@@ -185,7 +208,7 @@ export const verlToolPixelReasonerTemplate: JobTemplate<typeof VerlToolPixelReas
 };
 
 // ───────────────────────── Pixel Reasoner curiosity-driven RL (OpenRLHF) ─────────────────────────
-export const PixelReasonerRlSchema = z.object({
+export const PixelReasonerRlSchema = templateParams({
   /** Pixel-Reasoner checkout's curiosity_driven_rl folder. */
   repoDir: path.default('curiosity_driven_rl'),
   /** Warm-start policy (HF id or path). */
@@ -238,10 +261,12 @@ export const pixelReasonerRlTemplate: JobTemplate<typeof PixelReasonerRlSchema> 
       algo: p.algo,
       nepoch: String(p.nepoch),
       tagname: p.tagname,
+      // The patched upstream line reads it from the environment: the value never becomes script text.
+      LOUPE_WORK_DIR: p.workDir,
     };
     // The upstream script hard-codes placeholder paths, overwrites WANDB_API_KEY, and reads rbuffer from ${bsz}.
     const patch = [
-      `s#^working_dir=.*#working_dir=${p.workDir.replace(/#/g, '\\#')}#`,
+      's#^working_dir=.*#working_dir=${LOUPE_WORK_DIR}#',
       's#^DATASET=.*#DATASET=${trainver}#',
       's#^testdata=.*#testdata=${testver}#',
       's#^rbuffer=\\${bsz:-#rbuffer=${rbuffer:-#',
@@ -274,8 +299,7 @@ export const pixelReasonerRlTemplate: JobTemplate<typeof PixelReasonerRlSchema> 
 };
 
 // ───────────────────────── ms-swift GRPO on VSI-Bench (MRA reward) ─────────────────────────
-export const MsSwiftVsiSchema = z
-  .object({
+export const MsSwiftVsiSchema = templateParams({
     model: path.default('Qwen/Qwen2.5-VL-7B-Instruct'),
     /** ms-swift JSONL ({messages, videos, solution, question_type}); see exportMsSwiftRows. */
     dataset: path,
@@ -346,14 +370,14 @@ export const msSwiftVsiTemplate: JobTemplate<typeof MsSwiftVsiSchema> = {
 };
 
 // ───────────────────────── DeepEyes (verl_agents + LLM judge) ─────────────────────────
-export const DeepEyesSchema = z.object({
+export const DeepEyesSchema = templateParams({
   repoDir: path.default('.'),
   size: z.enum(['7b', '32b']).default('7b'),
   /** Training nodes (8 GPUs each). */
   worldSize: posInt('worldSize').default(4),
   judgeModel: path.default('Qwen/Qwen2.5-72B-Instruct'),
   /** Host the judge runs on, as seen from the training nodes. */
-  judgeHost: z.string().min(1).default('127.0.0.1'),
+  judgeHost: host.default('127.0.0.1'),
   judgePort: z.number().int().min(1).max(65535).default(18901),
   judgeTensorParallel: posInt('judgeTensorParallel').default(8),
   judgeMaxModelLen: posInt('judgeMaxModelLen').default(32768),
@@ -379,7 +403,7 @@ export const deepEyesTemplate: JobTemplate<typeof DeepEyesSchema> = {
     const script = [
       'set -euo pipefail',
       `cd ${q(p.repoDir)}`,
-      `curl -sf ${q(`${base}/models`)} >/dev/null || { echo "loupe: the judge at ${base} does not answer; start the judge service first" >&2; exit 2; }`,
+      `curl -sf ${q(`${base}/models`)} >/dev/null || { echo ${q(`loupe: the judge at ${base} does not answer; start the judge service first`)} >&2; exit 2; }`,
       `bash examples/agent/final_merged_v1v8_thinklite${p.size === '32b' ? '_32b' : ''}.sh`,
     ].join('\n');
     const gpus = p.worldSize * 8;
@@ -401,12 +425,11 @@ export const deepEyesTemplate: JobTemplate<typeof DeepEyesSchema> = {
 
 // ───────────────────────── loupe-tiny local fine-tune ─────────────────────────
 const folderName = z.string().regex(/^[A-Za-z0-9._-]+$/, 'a folder name: letters, digits, . _ -');
-export const LoupeTinySchema = z
-  .object({
+export const LoupeTinySchema = templateParams({
     /** Model folder to start from (config.json, model.safetensors, tokenizer); relative paths are in the Loupe checkout. */
     baseModel: path.default('models/loupe-tiny/model'),
     /** Prepared data folder(s) (prepare.ts output: manifest.jsonl + images/), comma-separated; empty = synthesize. */
-    dataDir: z.string().optional(),
+    dataDir: text('dataDir').optional(),
     /** loupe-synth seed of the scenes to synthesize (when dataDir is empty). */
     synthSeed: z.number({ error: 'synthSeed must be a number' }).int('synthSeed must be a whole number').min(0, 'synthSeed must be ≥ 0').default(4000),
     /** How many scenes to synthesize and prepare (~1–2 s each on a laptop CPU). */
@@ -421,7 +444,7 @@ export const LoupeTinySchema = z
     /** Validation loss every K steps. */
     valEvery: posInt('valEvery').default(10),
     /** Where the fine-tuned model goes; empty = <job folder>/model (relative paths are in the Loupe checkout). */
-    outputDir: z.string().optional(),
+    outputDir: text('outputDir').optional(),
     /** Export ONNX (fp32 + q8, checked against PyTorch) so the Models page can load the result (needs transformers + onnx). */
     exportOnnx: z.boolean().default(false),
     /** Job-local scratch folder for the synthesized and prepared data. */
@@ -517,7 +540,7 @@ const SYNTHETIC_VERL_SCRIPT = [
   'echo "done"',
 ].join('\n');
 
-const CustomScriptSchema = z.object({
+const CustomScriptSchema = templateParams({
   /** The bash body to run, exactly as typed. */
   script: z.string().min(1, 'write the bash script to run').default(SYNTHETIC_VERL_SCRIPT),
   /** How to read metrics from the log. */

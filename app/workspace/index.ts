@@ -6,6 +6,7 @@ import { RunStore } from './runStore';
 import { readSettings, writeSettings, type WorkspaceSettings } from './settings';
 
 export * from './paths';
+export * from './contain';
 export * from './jsonl';
 export * from './mediaStore';
 export * from './runStore';

@@ -51,7 +51,8 @@ function parseLine(text: string): { ok: true; value: unknown } | { ok: false; me
  */
 export function parseJsonl<T>(
   buf: Buffer,
-  validate: (value: unknown) => { ok: true; value: T } | { ok: false; message: string },
+  /** `span`: the line's bytes in `buf` (without its newline), for readers that seek back to one record later. */
+  validate: (value: unknown, line: number, span: { offset: number; length: number }) => { ok: true; value: T } | { ok: false; message: string },
 ): JsonlReadResult<T> {
   const records: T[] = [];
   const issues: JsonlIssue[] = [];
@@ -76,7 +77,7 @@ export function parseJsonl<T>(
       );
       continue;
     }
-    const v = validate(parsed.value);
+    const v = validate(parsed.value, line, { offset, length: end - offset });
     if (!v.ok) {
       issues.push(
         terminated

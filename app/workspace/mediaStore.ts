@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { containedPath } from './contain';
 import { exists, fsyncDir } from './fsutil';
 
 const ID_RE = /^([0-9a-f]{64})\.([a-z0-9]{1,8})$/;
@@ -64,7 +65,7 @@ export class MediaStore {
   /** Absolute path of a stored media id; throws on anything that is not a media id (no path tricks). */
   pathOf(id: string): string {
     if (!ID_RE.test(id)) throw new Error(`not a media id: ${JSON.stringify(id)} (expected <sha256>.<ext>)`);
-    return path.join(this.dir, id);
+    return containedPath(this.dir, id);
   }
 
   has(id: string): Promise<boolean> {

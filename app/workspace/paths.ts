@@ -58,3 +58,20 @@ export function defaultWorkspaceDir(opts: DefaultDirOptions = {}): string {
   const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(home, '.local', 'share');
   return path.join(base, 'loupe');
 }
+
+/**
+ * The per-user config folder (never inside a workspace): `$LOUPE_CONFIG_DIR` when set; else Linux/BSD
+ * `$XDG_CONFIG_HOME/loupe` (default `~/.config/loupe`), macOS `~/Library/Preferences/Loupe`, Windows
+ * `%APPDATA%\Loupe\config`. Machine-local keys live here so that copying a workspace does not copy them.
+ */
+export function defaultConfigDir(opts: DefaultDirOptions = {}): string {
+  const env = opts.env ?? process.env;
+  const platform = opts.platform ?? process.platform;
+  const home = opts.home ?? os.homedir();
+  const override = env['LOUPE_CONFIG_DIR'];
+  if (override && override.trim() !== '') return path.resolve(override);
+  if (platform === 'darwin') return path.join(home, 'Library', 'Preferences', 'Loupe');
+  if (platform === 'win32') return path.win32.join(env['APPDATA'] ?? path.join(home, 'AppData', 'Roaming'), 'Loupe', 'config');
+  const xdg = env['XDG_CONFIG_HOME'];
+  return path.join(xdg && path.isAbsolute(xdg) ? xdg : path.join(home, '.config'), 'loupe');
+}

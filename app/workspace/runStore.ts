@@ -8,6 +8,8 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { RunManifestSchema, SampleRecordSchema, type RunManifest, type SampleRecord } from '../contract/trajectory';
 import { APP_VERSION } from '../version';
+import { redactUrlPasswordsDeep } from '../connectors/redact';
+import { containedPath } from './contain';
 import { exists, fsyncDir, writeFileAtomic } from './fsutil';
 import { JsonlAppender, readJsonl, type JsonlIssue, type TailRepair } from './jsonl';
 
@@ -131,13 +133,14 @@ export class RunStore {
 
   runDir(id: string): string {
     if (!isRunId(id)) throw new Error(`not a valid run id: ${JSON.stringify(id)} (letters, digits, '.', '_', '-'; no slashes)`);
-    return path.join(this.runsDir, id);
+    return containedPath(this.runsDir, id);
   }
 
   /** Create a run folder with its manifest and an empty samples file. Fails if the id exists. */
   async createRun(input: NewRunManifest): Promise<RunHandle> {
     const id = input.id ?? newRunId(new Date(), typeof input.name === 'string' ? input.name : undefined);
-    const manifest = { ...input, id, createdAt: input.createdAt ?? new Date().toISOString(), appVersion: input.appVersion ?? APP_VERSION };
+    // A model URL may carry a password (https://user:pass@host/v1): manifests are shared, so it is never written.
+    const manifest = redactUrlPasswordsDeep({ ...input, id, createdAt: input.createdAt ?? new Date().toISOString(), appVersion: input.appVersion ?? APP_VERSION });
     const r = RunManifestSchema.safeParse(manifest);
     if (!r.success) throw new Error(`createRun: manifest is invalid (${zodMessage(r.error)})`);
     const dir = this.runDir(id);

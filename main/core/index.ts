@@ -36,6 +36,8 @@ export interface CoreOptions {
   transport: 'electron' | 'browser';
   /** Electron's safeStorage, which main holds; main/electron/coreHost.ts asks it over the utility process's port (the core never imports electron). Absent in browser mode. */
   safeStorage?: SafeStorageAdapter;
+  /** The per-user config folder for machine-local keys (default `defaultConfigDir()`; tests give a temp one). */
+  configDir?: string;
 }
 
 export type EventListener = (event: EventName, payload: unknown) => void;
@@ -60,7 +62,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
 
   let engineState: EngineState = { status: 'idle', model: null, device: null };
   // Secrets: OS keychain through safeStorage when the Electron door gives one that works, else the AES-GCM file.
-  const secretStore = await openWorkspaceSecretStore(workspace, opts.safeStorage);
+  const secretStore = await openWorkspaceSecretStore(workspace, opts.safeStorage, opts.configDir); // key outside the workspace
 
   // settings.json is shared with other parts of the core (e.g. the model registry): read the whole
   // object, change only the UI's keys, keep the rest. A broken file is reported, never overwritten.

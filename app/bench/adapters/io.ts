@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
@@ -122,11 +123,31 @@ export async function* readTsv(file: string, root?: string): AsyncGenerator<{ ro
 /** All rows of a parquet file as objects (binary columns as Uint8Array). */
 export async function readParquet(file: string, root?: string): Promise<Array<Record<string, unknown>>> {
   requireFile(file, root);
+  const disp = displayPath(file, root);
+  // A parquet file starts and ends with PAR1; without both it is another format or cut short. Checked first so the
+  // user reads that, not the reader's failure deep inside a footer it cannot make sense of.
+  const fh = await fsp.open(file, 'r');
+  try {
+    const { size } = await fh.stat();
+    const head = Buffer.alloc(4);
+    const tail = Buffer.alloc(4);
+    if (size >= 12) {
+      await fh.read(head, 0, 4, 0);
+      await fh.read(tail, 0, 4, size - 4);
+    }
+    if (size < 12 || head.toString('latin1') !== 'PAR1' || tail.toString('latin1') !== 'PAR1') {
+      throw new BenchDataError({ file: disp, problem: `not a parquet file (${size < 12 ? `only ${size} bytes` : 'no PAR1 marker at its start and end'}: another format, or the file was truncated; download it again)` });
+    }
+  } finally {
+    await fh.close();
+  }
   try {
     const buf = await asyncBufferFromFile(file);
     return (await parquetReadObjects({ file: buf, utf8: false })) as Array<Record<string, unknown>>;
   } catch (e) {
-    throw new BenchDataError({ file: displayPath(file, root), problem: `cannot read parquet (${(e as Error).message})` });
+    // TypeError/RangeError are the reader tripping over damaged bytes: their text ("reading 'map'") means nothing here.
+    const internal = e instanceof TypeError || e instanceof RangeError;
+    throw new BenchDataError({ file: disp, problem: `corrupt or truncated parquet file; download it again${internal ? '' : ` (${(e as Error).message})`}` });
   }
 }
 

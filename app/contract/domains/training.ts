@@ -82,6 +82,19 @@ export const SecretStoreInfoSchema = z.object({
 });
 export type SecretStoreInfo = z.infer<typeof SecretStoreInfoSchema>;
 
+/**
+ * A directory on a cluster that Loupe writes into `#SBATCH` lines and job settings: absolute, one word, no control
+ * characters (a line break would add lines to the batch script) and no `%` (sbatch expands `%j`, `%u`… in file
+ * names, so the log would not be where Loupe looks).
+ */
+export const clusterDirSchema = (what: string) =>
+  z
+    .string()
+    .regex(/^\//, `${what} must be an absolute path on the cluster`)
+    .regex(/^[^\s\u0000-\u001f\u007f%]*$/, `${what} must be one word: no spaces, line breaks, control characters or %`);
+/** A Slurm partition, or a comma-separated list of them (`#SBATCH --partition=` takes one word). */
+export const SlurmPartitionSchema = z.string().regex(/^[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*$/, 'a partition name (letters, digits, . _ -; several separated by commas)');
+
 /** Remote connector settings. Secrets are referenced by name, never included. (`local` is built in.) */
 export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
   z.object({
@@ -95,9 +108,9 @@ export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
     passphraseSecret: SecretName.optional(),
     /** known_hosts line(s) for the host (public data). */
     knownHosts: z.string().min(1, 'paste the host line from known_hosts (ssh-keyscan -p PORT HOST)'),
-    remoteDir: z.string().regex(/^\//, 'remoteDir must be an absolute path on the cluster'),
+    remoteDir: clusterDirSchema('remoteDir'),
     slurmConf: z.string().optional(),
-    partition: z.string().optional(),
+    partition: SlurmPartitionSchema.optional(),
   }),
   z.object({
     kind: z.literal('slurmrestd'),
@@ -105,8 +118,8 @@ export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
     baseUrl: z.url(),
     user: z.string().min(1, 'user is required'),
     tokenSecret: SecretName,
-    outputDir: z.string().regex(/^\//, 'outputDir must be an absolute path on the cluster'),
-    partition: z.string().optional(),
+    outputDir: clusterDirSchema('outputDir'),
+    partition: SlurmPartitionSchema.optional(),
   }),
   z.object({
     kind: z.literal('ray'),

@@ -10,6 +10,7 @@ import type { RunManifest } from '../../contract/trajectory';
 import type { LoadInfo } from '../../bench/types';
 import type { DialectId, PromptId, ResizeMode } from '../../protocol/types';
 import { getDialect, isDialectId } from '../../protocol';
+import { redactUrlPasswordsDeep } from '../../connectors/redact';
 import { isRunId } from '../../workspace/runStore';
 import { APP_VERSION } from '../../version';
 import { RESIZE_PRESETS, presetFor } from '../../tools/smartResize';
@@ -280,6 +281,13 @@ export function expandPlan(plan: SweepPlan): PlannedRun[] {
   const prompts = list<string>(g.prompt, DEFAULT_SETTINGS.prompt);
   for (const d of dialects) if (!isDialectId(d)) getDialect(d); // throws listing the known ones
   for (const p of prompts) if (p !== 'vcot' && p !== 'notool') throw new Error(`unknown prompt ${JSON.stringify(p)}: use vcot or notool`);
+  // Every door (CLI, UI, plan files) reaches runs through here: decoding values an engine cannot take stop here.
+  for (const t of list<number>(g.temperature, DEFAULT_SETTINGS.temperature)) {
+    if (typeof t !== 'number' || !Number.isFinite(t) || t < 0) throw new Error(`temperature must be a number ≥ 0 (0 = greedy), got ${JSON.stringify(t)}`);
+  }
+  if (g.maxTokensPerTurn !== undefined && (!Number.isInteger(g.maxTokensPerTurn) || g.maxTokensPerTurn < 1)) {
+    throw new Error(`max tokens per turn must be a whole number ≥ 1, got ${JSON.stringify(g.maxTokensPerTurn)}`);
+  }
   const axes = cross<unknown>([
     dialects,
     prompts,
@@ -408,7 +416,8 @@ export function buildManifest(run: PlannedRun, r: ResolvedRun, now: Date = new D
  * decoding or limits would mix two experiments in one file. Returns the differing field names.
  */
 export function manifestConflicts(existing: RunManifest, planned: RunManifest): string[] {
-  const pick = (m: RunManifest) => ({
+  // Stored manifests hold model URLs without their password: compare both sides that way.
+  const pick = (m: RunManifest) => redactUrlPasswordsDeep({
     'model.id': m.model.id,
     'model.hash': m.model.hash,
     'model.url': (m.model as Record<string, unknown>)['url'],

@@ -35,6 +35,12 @@ function int(name: string, min = 0) {
   };
 }
 
+function nonNegative(name: string, v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number ≥ 0, got ${JSON.stringify(v)}`);
+  return n;
+}
+
 /** ', 2 threads' / ', 1 thread' / ', ORT default threads' for a local engine's info; '' for others. */
 function threadsText(n: number | undefined): string {
   if (n === undefined) return '';
@@ -59,7 +65,7 @@ export function register(program: Command): void {
     .option('--mode <m>', 'eval or train presets', 'eval')
     .option('--max-tokens <n>', 'max new tokens per turn', int('--max-tokens', 1))
     .option('--max-calls <n>', 'tool-call limit', int('--max-calls', 0))
-    .option('--temperature <t>', 'sampling temperature', (v) => Number(v), 0)
+    .option('--temperature <t>', 'sampling temperature (0 = greedy)', (v) => nonNegative('--temperature', v), 0)
     .option('--workspace <dir>', 'workspace folder for the crops (default $LOUPE_WORKSPACE or the user data dir)')
     .option('--device <d>', 'local engine device')
     .option('--dtype <t>', 'local engine dtype')

@@ -35,7 +35,8 @@ const workspaceOf = (o: StoreOpts): string => path.resolve(o.workspace ?? defaul
 async function store(o: StoreOpts): Promise<SecretStore> {
   if (!o.secrets && !o.keyFile) return (await openWorkspaceSecretStore(workspaceOf(o))).store;
   const p = workspaceSecretPaths(workspaceOf(o));
-  return new EncryptedFileSecretStore({ file: path.resolve(o.secrets ?? path.join(p.dir, ENCRYPTED_STORE_FILE)), keyFile: path.resolve(o.keyFile ?? p.keyFile) });
+  const key = o.keyFile ? { keyFile: path.resolve(o.keyFile) } : { keyDir: p.keyDir, legacyKeyFile: p.legacyKeyFile };
+  return new EncryptedFileSecretStore({ file: path.resolve(o.secrets ?? path.join(p.dir, ENCRYPTED_STORE_FILE)), ...key });
 }
 
 /** The training service on the workspace, as the app's core builds it (without live events). */

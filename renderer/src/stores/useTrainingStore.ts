@@ -54,6 +54,8 @@ interface TrainingState {
   submitting: boolean;
   submitError: string | null;
   jobs: TrainingJob[];
+  /** Lines of jobs.jsonl the core skipped (unreadable, or written by another version), one sentence each. */
+  jobWarnings: string[];
   view: JobView | null;
   baseline: Baseline | null;
   smoothing: number;
@@ -191,6 +193,7 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
   submitting: false,
   submitError: null,
   jobs: [],
+  jobWarnings: [],
   view: null,
   baseline: null,
   smoothing: 0.6,
@@ -309,8 +312,8 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
 
   async loadJobs() {
     try {
-      const { jobs } = await getClient().call('training:jobs', {});
-      set({ jobs });
+      const { jobs, issues } = await getClient().call('training:jobs', {});
+      set({ jobs, jobWarnings: issues ?? [] });
     } catch (e) {
       set({ error: message(e) });
     }

@@ -1,6 +1,6 @@
 /** `loupe train`: in-process through commander (fast), plus one real child process for stdin handling. */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
@@ -45,6 +45,24 @@ describe('loupe train', () => {
     const none = await run(['metrics', log]);
     expect(none.code).toBe(1);
     expect(none.err).toMatch(/no metric lines found/);
+  });
+
+  it('render refuses a judge host that is shell text and a misspelled parameter, naming the valid ones', async () => {
+    const canary = path.join(tmp, 'cli-canary');
+    const hostile = await run(['render', 'deepeyes-grpo', '--set', `judgeHost=$(touch ${canary})`]);
+    expect(hostile.code).toBe(1);
+    expect(hostile.err).toContain('deepeyes-grpo: judgeHost: a host name or IP address');
+    expect(hostile.out).toBe('');
+    const typo = await run(['render', 'deepeyes-grpo', '--set', 'judgeHots=judge-node']);
+    expect(typo.code).toBe(1);
+    expect(typo.err).toContain('unknown parameter "judgeHots"; valid: repoDir, size, worldSize, judgeModel, judgeHost, judgePort');
+    // A hostile free-text value is accepted, and the rendered script carries it single-quoted.
+    const model = await run(['render', 'ms-swift-grpo-vsibench', '--set', 'dataset=d.jsonl', '--set', `model=$(touch ${canary})`]);
+    expect(model.code).toBe(0);
+    expect(model.out).toContain(`--model '$(touch ${canary})'`);
+    const r = spawnSync('bash', ['-n'], { input: model.out, encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(existsSync(canary)).toBe(false);
   });
 
   it('submit --local --follow runs the loupe-tiny driver and reports its failure on a missing base model', async () => {

@@ -144,6 +144,19 @@ describeIf(!!env, SERVICES, 'job secrets: Slurm over SSH (real slurm + sshd)', (
     expectClean(scriptSent, secret, 'the uploaded script');
   });
 
+  it('a job that prints its secret leaves *** in the Slurm output file, and its exit code stays', async () => {
+    const secret = `leaky-${randomBytes(12).toString('hex')}`;
+    const script = ['printf "leak=%s\\n" "$LOUPE_TEST_SECRET"', 'printf "%s" "$LOUPE_TEST_SECRET" | base64', 'echo after', 'exit 3'].join('\n');
+    const { id, logPath } = await slurm.submit({ name: 'secret-leak', script, secretEnv: { LOUPE_TEST_SECRET: secret } });
+    const { status, log } = await waitEnd(slurm, id);
+    expect(status.state).toBe('failed');
+    expect(status.exitCode).toBe(3);
+    const stored = readFileSync(logPath as string, 'latin1');
+    expect(stored, log).toContain('leak=***\n');
+    expect(stored).toContain('after\n');
+    expectClean(stored, secret, 'the Slurm output file');
+  });
+
   it('a refused submission says why without the value', async () => {
     const secret = newSecret();
     const bad = new SlurmSshConnector({ ssh: session, remoteDir: `${e.jobsDir}/secrets-ssh`, slurmConf: e.slurmConf, partition: 'no-such-partition' });

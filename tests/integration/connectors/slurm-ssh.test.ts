@@ -1,7 +1,7 @@
 /**
  * Slurm over SSH against the REAL services from ci/services-up.sh (slurmctld+slurmd 22.05, OpenSSH sshd).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
@@ -12,6 +12,8 @@ import { EncryptedFileSecretStore } from '../../../app/connectors/secrets';
 import { SshSession } from '../../../app/connectors/ssh';
 import { SlurmSshConnector } from '../../../app/connectors/slurm';
 import { MetricSeries, MetricStreamParser } from '../../../app/training/metrics';
+import { templateToJobSpec } from '../../../app/training/jobSpec';
+import { buildTemplate } from '../../../app/training/templates';
 import { SERVICES, loadServicesEnv, verlMetricsScript, type ServicesEnv } from './servicesEnv';
 import { describeIf } from '../../support/requirements';
 
@@ -178,6 +180,43 @@ describeIf(!!env, SERVICES, 'slurm over ssh (real slurm + sshd)', () => {
       await viaProxy.close();
       await proxy.close();
     }
+  });
+});
+
+describeIf(!!env, SERVICES, 'hostile job parameters against real sbatch', () => {
+  const e = env as ServicesEnv;
+  let slurm: SlurmSshConnector;
+  beforeAll(() => {
+    slurm = new SlurmSshConnector({ ssh: sshOpts(e), remoteDir: `${e.jobsDir}/ssh`, slurmConf: e.slurmConf, partition: e.partition });
+  });
+  afterAll(async () => {
+    await slurm?.close();
+  });
+
+  it('a template whose parameters hold $(), backticks, quotes and #SBATCH lines runs them as data, never as code', async () => {
+    const canary = `${e.jobsDir}/canary-${process.pid}-${Date.now()}`;
+    const payload = `$(touch ${canary})\`touch ${canary}\`';touch ${canary};'"\n#SBATCH --wrap=touch ${canary}\ntouch ${canary}`;
+    // verl-tool with hostile model / train files / data folder: the trainer is not installed, so the job fails
+    // at python; what matters is that nothing of the payload ran on the way.
+    const out = buildTemplate('verl-tool-pixel-reasoner-grpo', {
+      model: payload.replace(/\n/g, ' '),
+      trainFiles: [payload.replace(/\n/g, ' ')],
+      dataPrep: { enabled: false, localDir: payload.replace(/\n/g, ' ') },
+      nGpusPerNode: 2,
+    });
+    const spec = templateToJobSpec(out, { name: 'loupe-hostile', kind: 'slurm-ssh', extraEnv: { HOSTILE: payload } });
+    spec.script = `printf 'HOSTILE=%s\\n' "$HOSTILE"\n${spec.script}`;
+    delete spec.resources; // one CPU node: the test cluster has no GPUs
+    const { id } = await slurm.submit(spec);
+    let log = '';
+    const res = await slurm.follow(id, { pollMs: 200, onText: (t) => (log += t) }).done;
+    expect(res.reason).toBe('terminal');
+    expect(existsSync(canary), `the payload ran:\n${log}`).toBe(false);
+    expect(log).toContain(`HOSTILE=$(touch ${canary})`);
+    // A refused header value never reaches sbatch.
+    await expect(slurm.submit({ name: 'x', script: 'true', resources: { partition: `${e.partition}\n#SBATCH --wrap=touch ${canary}` } })).rejects.toMatchObject({ code: 'invalid' });
+    await expect(slurm.submit({ name: 'x', script: 'true', cwd: `/tmp\ntouch ${canary}` })).rejects.toMatchObject({ code: 'invalid' });
+    expect(existsSync(canary)).toBe(false);
   });
 });
 

@@ -10,9 +10,37 @@ export function JobList() {
   const open = useTrainingStore((s) => s.view?.key ?? null);
   const openJob = useTrainingStore((s) => s.openJob);
   const cancel = useTrainingStore((s) => s.cancelJob);
-  if (!jobs.length) return <p className="muted" data-testid="jobs-empty">No jobs yet. Submit one on the left.</p>;
+  const warnings = useTrainingStore(useShallow((s) => s.jobWarnings));
+  // Skipped records are shown, not hidden: the file keeps them, and the user can see which lines to look at.
+  const skipped = warnings.length ? (
+    <div className="tr-jobs-warning" role="status" data-testid="jobs-warnings">
+      <strong>
+        {warnings.length} line{warnings.length > 1 ? 's' : ''} of training/jobs.jsonl could not be read and {warnings.length > 1 ? 'were' : 'was'} skipped
+      </strong>{' '}
+      (the file is left as it is):
+      <ul>
+        {warnings.slice(0, 5).map((w) => (
+          <li key={w} className="tr-mono">
+            {w}
+          </li>
+        ))}
+        {warnings.length > 5 ? <li>… and {warnings.length - 5} more</li> : null}
+      </ul>
+    </div>
+  ) : null;
+  if (!jobs.length) {
+    return (
+      <>
+        {skipped}
+        <p className="muted" data-testid="jobs-empty">No jobs yet. Submit one on the left.</p>
+      </>
+    );
+  }
+  // The notice sits above the scrolling table so that it never hides the rows.
   return (
-    <div className="tr-jobs-scroll">
+    <>
+      {skipped}
+      <div className="tr-jobs-scroll">
       <table className="table tr-jobs" data-testid="job-list">
         <thead>
           <tr>
@@ -56,6 +84,7 @@ export function JobList() {
           ))}
         </tbody>
       </table>
-    </div>
+      </div>
+    </>
   );
 }
