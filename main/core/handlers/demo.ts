@@ -15,6 +15,7 @@ import type { CallPlan, Dialect, ParsedCall } from '../../../app/protocol/types'
 import { pyJsonDumps } from '../../../app/pycompat/json';
 import { MediaStore, RunStore, type RunHandle } from '../../../app/workspace';
 import { ModelRegistry } from '../../../app/engines/modelRegistry';
+import { hashModelFolder } from '../../../app/sweeps/plan';
 import { validateModelFolder, type ModelFolderReport } from '../../../app/engines/local/modelFolder';
 import { LocalEngine } from '../../../app/engines/local/localEngine';
 import { OpenAIEngine } from '../../../app/engines/openai/openaiEngine';
@@ -32,13 +33,6 @@ type RunReq = ReturnType<typeof DemoRunReqSchema.parse>;
 
 const IMAGE_EXT = new Set(['.jpg', '.jpeg', '.png', '.webp', '.gif', '.bmp', '.tif', '.tiff']);
 const VIDEO_EXT = new Set(['.mp4', '.webm', '.mov', '.avi', '.mkv', '.m4v']);
-const BUNDLED_MODEL = 'tiny-random-qwen25vl';
-/** Models that ship in the checkout (listed without being added). */
-const BUNDLED: Array<{ id: string; dir: string[]; name: string }> = [
-  { id: BUNDLED_MODEL, dir: ['models', BUNDLED_MODEL], name: `${BUNDLED_MODEL} (bundled test model, random weights)` },
-  { id: 'loupe-tiny', dir: ['models', 'loupe-tiny', 'model'], name: 'loupe-tiny (bundled; zooms onto the target, reads 19 in 20 tags and 3 in 4 ring numbers — see its card)' },
-];
-
 interface Pause {
   turnIndex: number;
   proposal: DemoProposal;
@@ -78,6 +72,7 @@ function toReport(r: ModelFolderReport): ModelReport {
     sizeBytes: r.sizeBytes,
     dtypeBytes: r.dtypeBytes as Record<string, number>,
     ...(r.memoryEstimateBytes !== undefined ? { memoryEstimateBytes: r.memoryEstimateBytes } : {}),
+    ...(r.suggestion ? { suggestion: r.suggestion } : {}),
   };
 }
 
@@ -104,7 +99,7 @@ export function editedCall(original: ParsedCall | null, plan: CallPlan, bbox: Bo
 export function demoHandlers(ctx: CoreContext): Handlers {
   const media = new MediaStore(path.join(ctx.workspace, 'media'));
   const runs = new RunStore(path.join(ctx.workspace, 'runs'));
-  const registry = new ModelRegistry(ctx.workspace);
+  const registry = new ModelRegistry(ctx.workspace, { bundledRoot: repoRoot() });
   const imageOps = createImageOps(media, { mode: 'worker' });
   const animator = new SharpAnimationRenderer((id) => media.pathOf(id));
   const live = new Map<string, LiveRun>();
@@ -124,14 +119,9 @@ export function demoHandlers(ctx: CoreContext): Handlers {
   });
 
   async function bundledEntry(id: string): Promise<ModelEntry | null> {
-    const b = BUNDLED.find((x) => x.id === id);
+    const b = registry.bundled().find((x) => x.id === id);
     if (!b) return null;
-    const dir = path.join(repoRoot(), ...b.dir);
-    try {
-      await fsp.access(path.join(dir, 'config.json'));
-    } catch {
-      return null;
-    }
+    const dir = b.path;
     const r = await validateModelFolder(dir);
     if (!r.ok) return null;
     return toEntry({ id: b.id, name: b.name, path: dir, ...(r.modelType ? { modelType: r.modelType } : {}), dtypes: r.dtypes, sizeBytes: r.sizeBytes, ...(r.memoryEstimateBytes !== undefined ? { memoryEstimateBytes: r.memoryEstimateBytes } : {}) }, true);
@@ -185,7 +175,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
   }
 
   /** Builds the engine for a run; `owned` engines are disposed when the run ends. */
-  async function makeEngine(spec: RunReq['engine'], settings: RunReq['settings']): Promise<{ engine: Engine; owned: boolean; label: string; replay: boolean; modelId: string }> {
+  async function makeEngine(spec: RunReq['engine'], settings: RunReq['settings']): Promise<{ engine: Engine; owned: boolean; label: string; replay: boolean; modelId: string; modelPath?: string }> {
     if (spec.kind === 'replay') {
       const t = await recordedTrajectory(spec.runId, spec.qid);
       const engine = new ScriptedEngine(
@@ -202,7 +192,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     await loadModel(spec.modelId, spec.device ?? 'cpu', spec.dtype);
     if (!loaded) throw new Error(`model ${spec.modelId} did not load`);
     const entry = await findModel(spec.modelId);
-    return { engine: loaded.engine, owned: false, label: `${entry.name} (local, ${loaded.info.device ?? 'cpu'})`, replay: false, modelId: spec.modelId };
+    return { engine: loaded.engine, owned: false, label: `${entry.name} (local, ${loaded.info.device ?? 'cpu'})`, replay: false, modelId: spec.modelId, modelPath: entry.path };
   }
 
   function proposalOf(h: StepHookContext, lists: { initial: MediaRef[]; originals: MediaRef[]; prior: MediaRef[] }): DemoProposal {
@@ -230,7 +220,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     };
   }
 
-  async function runBranch(run: LiveRun, req: RunReq, dialect: Dialect, branch: DemoBranch, opts: { interactive: boolean; presetEdits?: Map<number, Box> }): Promise<{ trajectory: Trajectory; edits: Map<number, Box>; engineLabel: string; replay: boolean; modelId: string }> {
+  async function runBranch(run: LiveRun, req: RunReq, dialect: Dialect, branch: DemoBranch, opts: { interactive: boolean; presetEdits?: Map<number, Box> }): Promise<{ trajectory: Trajectory; edits: Map<number, Box>; engineLabel: string; replay: boolean; modelId: string; modelPath?: string }> {
     const edits = new Map<number, Box>();
     let pendingTokens = '';
     let tokenTurn = 0;
@@ -337,7 +327,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
       emit({ runId: run.id, branch: branch.id, type: 'error', message: trajectory.error });
       if (localBusy && /crash|exited/i.test(trajectory.error)) ctx.setEngineState({ ...ctx.getEngineState(), status: 'error', message: trajectory.error });
     }
-    return { trajectory, edits, engineLabel: made.label, replay: made.replay, modelId: made.modelId };
+    return { trajectory, edits, engineLabel: made.label, replay: made.replay, modelId: made.modelId, ...(made.modelPath ? { modelPath: made.modelPath } : {}) };
   }
 
   async function save(handle: RunHandle, req: RunReq, branch: DemoBranch, t: Trajectory, edits: Map<number, Box>): Promise<void> {
@@ -371,7 +361,9 @@ export function demoHandlers(ctx: CoreContext): Handlers {
       first.forkTurn = Math.min(...r0.edits.keys());
     }
     const m = handle.manifest;
-    await handle.writeManifest({ ...m, model: { ...m.model, id: r0.modelId }, engine: r0.replay ? 'replay' : m.engine, extra: { ...m.extra, engineLabel: r0.engineLabel } }).catch(() => undefined);
+    // A local model is recorded as the sweeps record it: its registered name, folder and content hash.
+    const local = r0.modelPath ? { path: r0.modelPath, hash: (await modelHash(r0.modelPath).catch(() => null))?.hash } : {};
+    await handle.writeManifest({ ...m, model: { ...m.model, id: r0.modelId, ...local }, engine: r0.replay ? 'replay' : m.engine, extra: { ...m.extra, engineLabel: r0.engineLabel } }).catch(() => undefined);
     run.branches[0] = { ...first, trajectory: r0.trajectory };
     await save(handle, req, first, r0.trajectory, r0.edits);
     ctx.emit('runs:changed', { runId: run.id });
@@ -390,6 +382,13 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     }
   }
   const emit0 = (ev: DemoEvent) => ctx.emit('demo:event', ev);
+  const hashes = new Map<string, ReturnType<typeof hashModelFolder>>();
+  /** Hashed once per folder per core: a talk's tenth question does not re-read the weights. */
+  const modelHash = (dir: string) => {
+    let h = hashes.get(dir);
+    if (!h) hashes.set(dir, (h = hashModelFolder(dir)));
+    return h;
+  };
 
   async function branchesOf(runId: string): Promise<Array<DemoBranch & { trajectory: Trajectory }>> {
     const { records } = await runs.readSamples(runId);
@@ -569,7 +568,7 @@ export function demoHandlers(ctx: CoreContext): Handlers {
     'models:list': async () => {
       const models: ModelEntry[] = [];
       const reg = await registry.list();
-      for (const { id } of BUNDLED) {
+      for (const { id } of registry.bundled()) {
         const b = await bundledEntry(id);
         if (b && !reg.some((m) => m.path === b.path)) models.push(b);
       }
