@@ -131,6 +131,8 @@ export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.Wri
         } else if (e.type === 'warning') {
           err(`warning: ${e.message}\n`);
         } else if (e.type === 'sample') {
+          // --no-progress: the run-start and end lines and the summary only (logs of batch jobs stay short).
+          if (o.progress === false) return;
           if (tty) {
             const w = 30;
             const fill = Math.round((w * e.done) / Math.max(1, e.total));
@@ -201,7 +203,7 @@ export function register(program: Command): void {
     .option('--api-key <k>', 'API key for the OpenAI-compatible server')
     .option('--timeout-ms <n>', 'per-request timeout for a server', int('--timeout-ms', 1))
     .option('--replay-delay-ms <n>', 'replay engines: wait this long per turn', int('--replay-delay-ms'))
-    .option('--no-progress', 'no progress bar')
+    .option('--no-progress', 'no progress bar and no per-sample lines')
     .option('--json', 'print the result as one JSON object on the last stdout line')
     .action(async (o: EvalCliOptions) => {
       const code = await runEvalCommand(o);
