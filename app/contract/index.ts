@@ -34,6 +34,8 @@ export type Theme = z.infer<typeof ThemeSchema>;
 export const SettingsSchema = z.object({
   theme: ThemeSchema.default('system'),
   annotator: z.string().default(''),
+  /** Show developer diagnostics (the Demo's long-task count); off for talks and everyday use. */
+  developer: z.boolean().default(false),
 });
 export type Settings = z.infer<typeof SettingsSchema>;
 

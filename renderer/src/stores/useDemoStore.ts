@@ -41,6 +41,8 @@ interface DemoState {
   replayKey: string;
   /** Bundled example scenes to try with loupe-tiny (see `demo:examples`). */
   examples: DemoExample[];
+  /** The examples row shows from the first paint: 'loading' until `demo:examples` answers. */
+  examplesState: 'idle' | 'loading' | 'ready' | 'error';
   localModelId: string;
   openaiUrl: string;
   openaiModel: string;
@@ -188,10 +190,12 @@ export const useDemoStore = create<DemoState>()((set, get) => {
     importing: false,
     importError: null,
     question: '',
-    engineKind: 'replay',
+    // A talk opens on the model that runs here (loupe-tiny and its examples); Replay needs recorded runs first.
+    engineKind: 'local',
     replaySources: [],
     replayKey: '',
     examples: [],
+    examplesState: 'idle',
     localModelId: 'loupe-tiny',
     openaiUrl: 'http://127.0.0.1:8000/v1',
     openaiModel: '',
@@ -217,12 +221,17 @@ export const useDemoStore = create<DemoState>()((set, get) => {
         subscribed = true;
         getClient().on('demo:event', onEvent);
       }
-      await get().loadReplaySources();
-      try {
-        set({ examples: await getClient().call('demo:examples', {}) });
-      } catch (err) {
-        set({ errors: [...get().errors, `could not load the example scenes: ${message(err)}`] });
-      }
+      // In parallel: the examples row must not wait on a workspace's recorded runs.
+      const examples = (async () => {
+        if (get().examplesState === 'ready') return;
+        set({ examplesState: 'loading' });
+        try {
+          set({ examples: await getClient().call('demo:examples', {}), examplesState: 'ready' });
+        } catch (err) {
+          set({ examplesState: 'error', errors: [...get().errors, `could not load the example scenes: ${message(err)}`] });
+        }
+      })();
+      await Promise.all([get().loadReplaySources(), examples]);
     },
 
     async loadReplaySources() {
