@@ -101,6 +101,11 @@ export interface LoupeClient {
   on<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void): () => void;
   /** Absolute URL of a workspace media file (loupe-media:// in Electron, /media/ in browser mode). */
   mediaUrl(mediaId: string): string;
+  /**
+   * URL that downloads an export (file name under the workspace's `exports/`) over HTTP: browser mode, where the
+   * file on the server is of no use to a browser over an SSH tunnel. Null where the door has no such route.
+   */
+  exportUrl(name: string): string | null;
   readonly transport: 'electron' | 'browser';
 }
 

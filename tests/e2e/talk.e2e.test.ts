@@ -5,6 +5,8 @@
  * them on. Real loupe-tiny on CPU.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { launchBrowser, newPage, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
 
@@ -20,7 +22,7 @@ describe('Demo at a talk', () => {
     await app?.stop();
   });
 
-  it('opens on Local Model with the examples, shows the answer as a chip and no diagnostics', async () => {
+  it('opens on Local Model with the examples, shows the answer as a chip, downloads its exports, and no diagnostics', async () => {
     const { page, errors } = await newPage(browser, { width: 1024, height: 768 });
     await page.goto(`${app.openUrl}#/demo`);
     // The row is there at once (loading, then the scenes), and the engine is the model that runs here.
@@ -42,6 +44,25 @@ describe('Demo at a talk', () => {
     await screenshot(page, 'talk-present-answer-1920');
     await page.keyboard.press('Escape');
 
+    // Exports download over HTTP (browser mode: the file on the server is no use over an SSH tunnel).
+    const magic: Record<string, (b: Buffer) => boolean> = {
+      html: (b) => /^<!doctype html>/i.test(b.subarray(0, 20).toString('utf8')),
+      gif: (b) => b.subarray(0, 6).toString('latin1') === 'GIF89a',
+      webp: (b) => b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
+    };
+    for (const format of ['html', 'webp', 'gif'] as const) {
+      await page.getByTestId(`export-${format}`).click();
+      await page.getByTestId(`export-download-${format}`).waitFor({ timeout: 90_000 });
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId(`export-download-${format}`).click()]);
+      expect(download.suggestedFilename()).toMatch(new RegExp(`\\.${format}$`));
+      const saved = path.join(app.workspace, `downloaded.${format}`);
+      await download.saveAs(saved);
+      const bytes = fs.readFileSync(saved);
+      expect(magic[format]!(bytes)).toBe(true);
+      expect(bytes.length).toBe(fs.statSync(path.join(app.workspace, 'exports', download.suggestedFilename())).size);
+    }
+    await screenshot(page, 'talk-exports-1920');
+
     // Diagnostics are a developer's choice.
     await page.getByTestId('nav-settings').click();
     await page.getByTestId('settings-developer').check();
@@ -50,7 +71,7 @@ describe('Demo at a talk', () => {
     await page.getByTestId('nav-settings').click();
     await page.getByTestId('settings-developer').uncheck();
     expect(errors).toEqual([]);
-  });
+  }, 300_000);
 
   it('a paused step says it is paused, not "generating…"', async () => {
     const { page, errors } = await newPage(browser, { width: 1024, height: 768 });

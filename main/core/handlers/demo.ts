@@ -556,13 +556,13 @@ export function demoHandlers(ctx: CoreContext): Handlers {
         }
         const html = renderTrajectoryHtml(t, { dataUrls, source: `run ${runId}, branch ${b.label}; large images inlined as JPEG q90` });
         await fsp.writeFile(file, html);
-        return { format, path: file, bytes: Buffer.byteLength(html) };
+        return { format, path: file, name: path.basename(file), bytes: Buffer.byteLength(html) };
       }
       const frames = buildStoryboard(t);
       const out = await animator.render(frames, format);
       await fsp.writeFile(file, out.bytes);
       const put = await media.put(out.bytes, format);
-      return { format, path: file, bytes: out.bytes.length, frames: out.frames, mediaId: put.id };
+      return { format, path: file, name: path.basename(file), bytes: out.bytes.length, frames: out.frames, mediaId: put.id };
     },
 
     'models:list': async () => {
