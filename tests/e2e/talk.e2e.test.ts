@@ -73,6 +73,19 @@ describe('Demo at a talk', () => {
     expect(errors).toEqual([]);
   }, 300_000);
 
+  it('the OpenAI-compatible engine without a model name says so plainly', async () => {
+    const { page } = await newPage(browser, { width: 1024, height: 768 });
+    await page.goto(`${app.openUrl}#/demo`);
+    await page.getByTestId('example-synth-9-00028').click();
+    await page.getByTestId('engine-openai').click();
+    await page.getByTestId('openai-model').fill('');
+    await page.getByTestId('run').click();
+    await page.getByTestId('demo-error').waitFor();
+    const text = (await page.getByTestId('demo-error').textContent()) ?? '';
+    expect(text).toMatch(/^Name the model to ask/);
+    expect(text).not.toMatch(/Invalid payload|Too small|engine\.model/);
+  });
+
   it('a paused step says it is paused, not "generating…"', async () => {
     const { page, errors } = await newPage(browser, { width: 1024, height: 768 });
     await page.goto(`${app.openUrl}#/demo`);

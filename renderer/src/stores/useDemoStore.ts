@@ -321,7 +321,18 @@ export const useDemoStore = create<DemoState>()((set, get) => {
         }
         engine = { kind: 'replay' as const, runId, qid };
       } else if (s.engineKind === 'local') engine = { kind: 'local' as const, modelId: s.localModelId };
-      else engine = { kind: 'openai' as const, baseURL: s.openaiUrl, model: s.openaiModel };
+      else {
+        // Said plainly here, before the core's payload check turns it into schema text.
+        if (!s.openaiModel.trim()) {
+          set({ errors: [`Name the model to ask: the server at ${s.openaiUrl} can serve several (its ${s.openaiUrl.replace(/\/+$/, '')}/models lists them; vLLM's is the --served-model-name or the model path).`] });
+          return;
+        }
+        if (!/^https?:\/\/\S+$/i.test(s.openaiUrl.trim())) {
+          set({ errors: [`${JSON.stringify(s.openaiUrl)} is not a server URL: give its OpenAI-compatible base, e.g. http://127.0.0.1:8000/v1`] });
+          return;
+        }
+        engine = { kind: 'openai' as const, baseURL: s.openaiUrl.trim(), model: s.openaiModel.trim() };
+      }
       const st = s.settings;
       const settings = {
         temperature: num(st.temperature) ?? 0,

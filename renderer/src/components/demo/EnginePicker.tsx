@@ -50,7 +50,7 @@ export function EnginePicker() {
       ) : (
         <div className="demo-row">
           <input className="input grow" value={s.openaiUrl} onChange={(e) => setField('openaiUrl', e.target.value)} placeholder="http://127.0.0.1:8000/v1" data-testid="openai-url" />
-          <input className="input" value={s.openaiModel} onChange={(e) => setField('openaiModel', e.target.value)} placeholder="model name" data-testid="openai-model" />
+          <input className="input" value={s.openaiModel} onChange={(e) => setField('openaiModel', e.target.value)} placeholder="model name (required)" aria-required="true" data-testid="openai-model" />
         </div>
       )}
       <div className="demo-grid">
