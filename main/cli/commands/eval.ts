@@ -63,16 +63,16 @@ function fmtMs(ms: number | null): string {
 
 /** Run the eval; resolves with the process exit code. Exported so tests and `loupe` share one path. */
 export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WriteStream | NodeJS.WritableStream } = process): Promise<number> {
-  const [{ resolveModelRef, parseShard, expandPlan }, { runSweep, RunSetupError, loadRunGroup, summarize, formatSummary }, { Workspace, defaultWorkspaceDir }, { cliEngineFactory, cliImageOps }, { isDialectId }] =
-    await Promise.all([import('../../../app/sweeps/plan'), import('../../../app/sweeps/runner'), import('../../../app/workspace'), import('../wiring'), import('../../../app/protocol')]);
+  const [{ resolveModelRef, parseShard, expandPlan }, { runSweep, RunSetupError, loadRunGroup, summarize, formatSummary }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { isDialectId }] =
+    await Promise.all([import('../../../app/sweeps/plan'), import('../../../app/sweeps/runner'), import('../../../app/workspace'), import('../../core/wiring'), import('../../../app/protocol')]);
   const err = (s: string) => io.stderr.write(s);
   if (o.prompt !== 'vcot' && o.prompt !== 'notool') throw new Error(`--prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}`);
   if (!isDialectId(o.dialect)) throw new Error(`--dialect ${JSON.stringify(o.dialect)} is unknown: use pixel-reasoner, verl-tool or deepeyes`);
   if (o.mode !== 'eval' && o.mode !== 'train') throw new Error(`--mode must be eval or train, got ${JSON.stringify(o.mode)}`);
   const wsDir = o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir();
   const { ModelRegistry } = await import('../../../app/engines/modelRegistry');
-  const { repoRoot } = await import('../../core/repoRoot');
-  const model = await resolveModelRef(o.model, new ModelRegistry(wsDir, { bundledRoot: repoRoot() }));
+  const { resourcesRoot } = await import('../../../app/paths');
+  const model = await resolveModelRef(o.model, new ModelRegistry(wsDir, { bundledRoot: resourcesRoot() }));
   const shard = o.shard !== undefined ? parseShard(o.shard) : undefined;
   const data = path.resolve(o.data ?? path.join('data', o.bench));
   const runs = expandPlan({
@@ -107,14 +107,14 @@ export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.Wri
   const tty = (io.stderr as NodeJS.WriteStream).isTTY === true && o.progress !== false;
   let lastPct = -1;
   let lastLine = 0;
-  let imageOps: Awaited<ReturnType<typeof cliImageOps>> | null = null;
+  let imageOps: Awaited<ReturnType<typeof imageOpsFor>> | null = null;
   try {
     // the workspace folders are created only once the run can start (engine probed, bench loaded)
-    imageOps = await cliImageOps(ws.media);
+    imageOps = await imageOpsFor(ws.media);
     const outcomes = await runSweep(runs, {
       store: ws.runs,
       imageOps,
-      engines: cliEngineFactory({
+      engines: engineFactory({
         ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
         ...(o.device ? { device: o.device as never } : {}),
         ...(o.dtype ? { dtype: o.dtype as never } : {}),

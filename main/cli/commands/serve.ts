@@ -4,7 +4,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createCore } from '../../core';
 import { startServer } from '../../server';
-import { repoRoot } from '../../core/repoRoot';
+import { packageRoot, rendererDir as builtRendererDir } from '../../../app/paths';
 
 /** Find a system Chromium-family browser to open the app window in. */
 export function findBrowser(): string | null {
@@ -32,8 +32,8 @@ const PORT_TRIES = 20;
  * Build the renderer when it is missing (a fresh clone after `npm install`, where only `npm start` used to build
  * it), with the vite that `npm install` put in node_modules.
  */
-export function ensureRenderer(root: string = repoRoot(), log: (s: string) => void = (s) => process.stderr.write(s)): string {
-  const rendererDir = path.join(root, 'dist', 'renderer');
+export function ensureRenderer(root: string = packageRoot(), log: (s: string) => void = (s) => process.stderr.write(s)): string {
+  const rendererDir = root === packageRoot() ? builtRendererDir() : path.join(root, 'dist', 'renderer');
   if (fs.existsSync(path.join(rendererDir, 'index.html'))) return rendererDir;
   const vite = path.join(root, 'node_modules', 'vite', 'bin', 'vite.js');
   if (!fs.existsSync(vite)) {

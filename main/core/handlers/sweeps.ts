@@ -3,10 +3,9 @@ import type { DomainHandlers } from '../../../app/contract/dispatch';
 import type { SweepProgress, sweepsCalls } from '../../../app/contract';
 import { expandPlan, resolveModelRef } from '../../../app/sweeps/plan';
 import { ModelRegistry } from '../../../app/engines/modelRegistry';
-import { repoRoot } from '../repoRoot';
+import { resourcesRoot } from '../../../app/paths';
 import { runSweep, RunSetupError } from '../../../app/sweeps/runner';
-import { Workspace } from '../../../app/workspace';
-import { cliEngineFactory, cliImageOps } from '../../cli/wiring';
+import { engineFactory } from '../wiring';
 import type { CoreContext } from '../context';
 
 /**
@@ -14,7 +13,7 @@ import type { CoreContext } from '../context';
  * run files are identical and a sweep started here resumes with `loupe eval --run NAME` and back.
  */
 export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCalls> {
-  const ws = new Workspace(ctx.workspace);
+  const ws = ctx.ws;
   const active = new Map<string, { progress: SweepProgress; ctrl: AbortController }>();
   const emit = (p: SweepProgress) => ctx.emit('sweeps:progress', p);
   ctx.disposers.push(() => {
@@ -23,7 +22,7 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
 
   return {
     'sweeps:start': async (req) => {
-      const model = await resolveModelRef(req.model, new ModelRegistry(ctx.workspace, { bundledRoot: repoRoot() }), ctx.workspace);
+      const model = await resolveModelRef(req.model, new ModelRegistry(ctx.workspace, { bundledRoot: resourcesRoot() }), ctx.workspace);
       const runs = expandPlan({
         models: [model],
         benchmarks: [{ id: req.bench, data: path.resolve(req.data) }],
@@ -36,7 +35,6 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
         active.set(r.id, { progress, ctrl });
         emit(progress);
       }
-      const imageOps = await cliImageOps(ws.media);
       const update = (runId: string, patch: Partial<SweepProgress>) => {
         const a = active.get(runId);
         if (!a) return;
@@ -46,8 +44,9 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
       // The sweep runs in the background; its progress and outcome arrive as events.
       void runSweep(runs, {
         store: ws.runs,
-        imageOps,
-        engines: cliEngineFactory({ isolation: 'process', ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
+        imageOps: ctx.imageOps,
+        // Local models come from the core's engine manager: a model the Demo holds is shared, not loaded again.
+        engines: engineFactory({ manager: ctx.engines, ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
         signal: ctrl.signal,
         onEvent: (e) => {
           if (e.type === 'run-start') update(e.runId, { state: 'running', done: e.done, total: e.total });
@@ -64,8 +63,7 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
         .catch((err: unknown) => {
           const message = err instanceof RunSetupError || err instanceof Error ? err.message : String(err);
           for (const r of runs) update(r.id, { state: 'error', error: message });
-        })
-        .finally(() => void imageOps.close?.());
+        });
       return { runIds: runs.map((r) => r.id) };
     },
     'sweeps:cancel': ({ runId }) => {
