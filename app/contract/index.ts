@@ -38,6 +38,8 @@ export type Theme = z.infer<typeof ThemeSchema>;
 export const SettingsSchema = z.object({
   theme: ThemeSchema.default('system'),
   annotator: z.string().default(''),
+  /** Show developer diagnostics (the Demo's long-task count); off for talks and everyday use. */
+  developer: z.boolean().default(false),
 });
 export type Settings = z.infer<typeof SettingsSchema>;
 
@@ -103,6 +105,11 @@ export interface LoupeClient {
   on<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void): () => void;
   /** Absolute URL of a workspace media file (loupe-media:// in Electron, /media/ in browser mode). */
   mediaUrl(mediaId: string): string;
+  /**
+   * URL that downloads an export (file name under the workspace's `exports/`) over HTTP: browser mode, where the
+   * file on the server is of no use to a browser over an SSH tunnel. Null where the door has no such route.
+   */
+  exportUrl(name: string): string | null;
   readonly transport: 'electron' | 'browser';
 }
 

@@ -24,6 +24,7 @@ import type { AnimationRenderer } from '../export';
 import type { EngineState, EventName, EventPayload } from '../contract';
 import { buildStoryboard, renderTrajectoryHtml, trajectoryMediaIds } from '../export';
 import { APP_VERSION } from '../version';
+import { hashModelFolder } from '../sweeps/plan';
 
 type RunReq = ReturnType<typeof DemoRunReqSchema.parse>;
 
@@ -117,7 +118,7 @@ export function createDemoService(d: DemoServiceDeps) {
   }
 
   /** Builds the engine for a run; `owned` engines are disposed when the run ends. */
-  async function makeEngine(spec: RunReq['engine'], settings: RunReq['settings']): Promise<{ engine: Engine; owned: boolean; label: string; replay: boolean; modelId: string }> {
+  async function makeEngine(spec: RunReq['engine'], settings: RunReq['settings']): Promise<{ engine: Engine; owned: boolean; label: string; replay: boolean; modelId: string; modelPath?: string }> {
     if (spec.kind === 'replay') {
       const t = await recordedTrajectory(spec.runId, spec.qid);
       const engine = new ScriptedEngine(
@@ -132,7 +133,7 @@ export function createDemoService(d: DemoServiceDeps) {
       return { engine, owned: true, label: `${spec.model} @ ${spec.baseURL}`, replay: false, modelId: spec.model };
     }
     const { engine, entry, info } = await models.engineFor(spec.modelId, spec.device ?? 'cpu', spec.dtype);
-    return { engine, owned: false, label: `${entry.name} (local, ${info.device ?? 'cpu'})`, replay: false, modelId: spec.modelId };
+    return { engine, owned: false, label: `${entry.name} (local, ${info.device ?? 'cpu'})`, replay: false, modelId: spec.modelId, modelPath: entry.path };
   }
 
   function proposalOf(h: StepHookContext, lists: { initial: MediaRef[]; originals: MediaRef[]; prior: MediaRef[] }): DemoProposal {
@@ -160,7 +161,7 @@ export function createDemoService(d: DemoServiceDeps) {
     };
   }
 
-  async function runBranch(run: LiveRun, req: RunReq, dialect: Dialect, branch: DemoBranch, opts: { interactive: boolean; presetEdits?: Map<number, Box> }): Promise<{ trajectory: Trajectory; edits: Map<number, Box>; engineLabel: string; replay: boolean; modelId: string }> {
+  async function runBranch(run: LiveRun, req: RunReq, dialect: Dialect, branch: DemoBranch, opts: { interactive: boolean; presetEdits?: Map<number, Box> }): Promise<{ trajectory: Trajectory; edits: Map<number, Box>; engineLabel: string; replay: boolean; modelId: string; modelPath?: string }> {
     const edits = new Map<number, Box>();
     let pendingTokens = '';
     let tokenTurn = 0;
@@ -265,7 +266,7 @@ export function createDemoService(d: DemoServiceDeps) {
       emit({ runId: run.id, branch: branch.id, type: 'error', message: trajectory.error });
       if (localBusy && /crash|exited/i.test(trajectory.error)) d.setEngineState({ ...d.getEngineState(), status: 'error', message: trajectory.error });
     }
-    return { trajectory, edits, engineLabel: made.label, replay: made.replay, modelId: made.modelId };
+    return { trajectory, edits, engineLabel: made.label, replay: made.replay, modelId: made.modelId, ...(made.modelPath ? { modelPath: made.modelPath } : {}) };
   }
 
   async function save(handle: RunHandle, req: RunReq, branch: DemoBranch, t: Trajectory, edits: Map<number, Box>): Promise<void> {
@@ -380,7 +381,9 @@ export function createDemoService(d: DemoServiceDeps) {
       first.forkTurn = Math.min(...r0.edits.keys());
     }
     const m = handle.manifest;
-    await handle.writeManifest({ ...m, model: { ...m.model, id: r0.modelId }, engine: r0.replay ? 'replay' : m.engine, extra: { ...m.extra, engineLabel: r0.engineLabel } }).catch(() => undefined);
+    // A local model is recorded as the sweeps record it: its registered name, folder and content hash.
+    const local = r0.modelPath ? { path: r0.modelPath, hash: (await modelHash(r0.modelPath).catch(() => null))?.hash } : {};
+    await handle.writeManifest({ ...m, model: { ...m.model, id: r0.modelId, ...local }, engine: r0.replay ? 'replay' : m.engine, extra: { ...m.extra, engineLabel: r0.engineLabel } }).catch(() => undefined);
     run.branches[0] = { ...first, trajectory: r0.trajectory };
     await save(handle, req, first, r0.trajectory, r0.edits);
     d.emit('runs:changed', { runId: run.id });
@@ -399,6 +402,13 @@ export function createDemoService(d: DemoServiceDeps) {
     }
   }
   const emit0 = (ev: DemoEvent) => d.emit('demo:event', ev);
+  const hashes = new Map<string, ReturnType<typeof hashModelFolder>>();
+  /** Hashed once per folder per core: a talk's tenth question does not re-read the weights. */
+  const modelHash = (dir: string) => {
+    let h = hashes.get(dir);
+    if (!h) hashes.set(dir, (h = hashModelFolder(dir)));
+    return h;
+  };
 
   async function branchesOf(runId: string): Promise<Array<DemoBranch & { trajectory: Trajectory }>> {
     const { records } = await runs.readSamples(runId);
@@ -572,13 +582,13 @@ export function createDemoService(d: DemoServiceDeps) {
         }
         const html = renderTrajectoryHtml(t, { dataUrls, source: `run ${runId}, branch ${b.label}; large images inlined as JPEG q90` });
         await fsp.writeFile(file, html);
-        return { format, path: file, bytes: Buffer.byteLength(html) };
+        return { format, path: file, name: path.basename(file), bytes: Buffer.byteLength(html) };
       }
       const frames = buildStoryboard(t);
       const out = await animator.render(frames, format);
       await fsp.writeFile(file, out.bytes);
       const put = await media.put(out.bytes, format);
-      return { format, path: file, bytes: out.bytes.length, frames: out.frames, mediaId: put.id };
+      return { format, path: file, name: path.basename(file), bytes: out.bytes.length, frames: out.frames, mediaId: put.id };
     },
 
   };

@@ -3,11 +3,27 @@
  * workspace settings dir). Adding a model validates its folder first and records what was found (dtypes, size,
  * memory estimate), so the Models view can list models without touching ONNX files.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { EngineError } from './errors';
-import { validateModelFolder, type ModelFolderReport } from './local/modelFolder';
+import { modelSubfolder, validateModelFolder, type ModelFolderReport } from './local/modelFolder';
 import type { EngineDtype } from './types';
+
+/** Models that ship in the package (listed and usable by name without being added); `dir` is relative to the package root. */
+export const BUNDLED_MODELS: ReadonlyArray<{ id: string; dir: readonly string[]; name: string }> = [
+  { id: 'tiny-random-qwen25vl', dir: ['models', 'tiny-random-qwen25vl'], name: 'tiny-random-qwen25vl (bundled test model, random weights)' },
+  { id: 'loupe-tiny', dir: ['models', 'loupe-tiny', 'model'], name: 'loupe-tiny (bundled; zooms onto the target, reads 19 in 20 tags and 3 in 4 ring numbers — see its card)' },
+];
+
+/** A local model a `--model` value or a picker choice names: its registered (or bundled) id and its folder. */
+export interface ResolvedLocalModel {
+  /** The name runs record and reports show: the registered id, else the folder's own name. */
+  id: string;
+  path: string;
+  /** True when the name is known to this workspace (registered or bundled), not just a folder. */
+  known: boolean;
+}
 
 export interface RegisteredModel {
   /** Stable id (default: the folder name; made unique). */
@@ -29,9 +45,45 @@ interface RegistryFile {
 
 export class ModelRegistry {
   private readonly file: string;
+  private readonly bundledRoot: string | undefined;
 
-  constructor(settingsDir: string) {
+  /** `bundledRoot`: the package root holding `models/` (the bundled models); absent: no bundled models. */
+  constructor(settingsDir: string, opts: { bundledRoot?: string } = {}) {
     this.file = path.join(settingsDir, 'models.json');
+    this.bundledRoot = opts.bundledRoot;
+  }
+
+  /** The bundled models whose folders are present (not validated: `models:list` validates what it shows). */
+  bundled(): Array<{ id: string; path: string; name: string }> {
+    const root = this.bundledRoot;
+    if (!root) return [];
+    return BUNDLED_MODELS.map((b) => ({ id: b.id, path: path.join(root, ...b.dir), name: b.name })).filter((b) => existsSync(path.join(b.path, 'config.json')));
+  }
+
+  /**
+   * What a local model reference names: a registered id, a bundled id (`loupe-tiny`), or a folder (relative to
+   * `cwd`). A folder that is a registered or bundled model gets that model's id, so a run of
+   * `models/loupe-tiny/model` is recorded as `loupe-tiny`, not as `model`. Throws with the known names (and the
+   * model sub-folder, when the folder is a card folder) when the reference names nothing usable.
+   */
+  async resolveLocal(ref: string, cwd: string = process.cwd()): Promise<ResolvedLocalModel> {
+    const s = ref.trim();
+    const registered = await this.list();
+    const known = [...registered.map((m) => ({ id: m.id, path: m.path })), ...this.bundled().filter((b) => !registered.some((m) => m.id === b.id))];
+    const byId = known.find((m) => m.id === s);
+    if (byId) return { id: byId.id, path: byId.path, known: true };
+    const abs = path.resolve(cwd, s);
+    const byPath = known.find((m) => path.resolve(m.path) === abs);
+    if (byPath) return { id: byPath.id, path: byPath.path, known: true };
+    const names = known.length ? `; known models: ${known.map((m) => m.id).join(', ')}` : '';
+    if (!existsSync(abs)) {
+      throw new EngineError('model_folder', `model folder ${abs} does not exist and no model is named ${JSON.stringify(s)}: give a model name, a model folder, or an OpenAI-compatible URL (http://host:port/v1)${names}`);
+    }
+    if (!existsSync(path.join(abs, 'config.json'))) {
+      const sub = await modelSubfolder(abs);
+      if (sub) throw new EngineError('model_folder', `${abs} holds no model itself, but ${sub} does: use that folder`);
+    }
+    return { id: path.basename(abs), path: abs, known: false };
   }
 
   async list(): Promise<RegisteredModel[]> {

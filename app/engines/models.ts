@@ -7,16 +7,13 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { LoadedModel, ModelEntry, ModelReport } from '../contract';
 import type { EngineHandle, EngineManager } from './manager';
-import { ModelRegistry, type RegisteredModel } from './modelRegistry';
+import { BUNDLED_MODELS, ModelRegistry, type RegisteredModel } from './modelRegistry';
 import { validateModelFolder, type ModelFolderReport } from './local/modelFolder';
 import type { Engine, EngineDevice, EngineDtype } from './types';
 
 export const BUNDLED_TEST_MODEL = 'tiny-random-qwen25vl';
-/** Models that ship in the checkout (listed without being added), relative to the package root. */
-const BUNDLED: Array<{ id: string; dir: string[]; name: string }> = [
-  { id: BUNDLED_TEST_MODEL, dir: ['models', BUNDLED_TEST_MODEL], name: `${BUNDLED_TEST_MODEL} (bundled test model, random weights)` },
-  { id: 'loupe-tiny', dir: ['models', 'loupe-tiny', 'model'], name: 'loupe-tiny (bundled; zooms onto the target, reads 19 in 20 tags and 3 in 4 ring numbers — see its card)' },
-];
+/** Models that ship in the checkout (listed without being added): the registry's list, so names resolve the same in every door. */
+const BUNDLED = BUNDLED_MODELS;
 
 function toEntry(m: Pick<RegisteredModel, 'id' | 'name' | 'path' | 'modelType' | 'sizeBytes' | 'memoryEstimateBytes'> & { dtypes: string[] }, bundled: boolean): ModelEntry {
   return { id: m.id, name: m.name, path: m.path, bundled, ...(m.modelType ? { modelType: m.modelType } : {}), dtypes: m.dtypes, sizeBytes: m.sizeBytes, ...(m.memoryEstimateBytes !== undefined ? { memoryEstimateBytes: m.memoryEstimateBytes } : {}) };
@@ -33,6 +30,7 @@ export function toReport(r: ModelFolderReport): ModelReport {
     sizeBytes: r.sizeBytes,
     dtypeBytes: r.dtypeBytes as Record<string, number>,
     ...(r.memoryEstimateBytes !== undefined ? { memoryEstimateBytes: r.memoryEstimateBytes } : {}),
+    ...(r.suggestion ? { suggestion: r.suggestion } : {}),
   };
 }
 
@@ -50,7 +48,7 @@ export class ModelService {
   private loading: Promise<LoadedModel> | null = null;
 
   constructor(private readonly o: ModelServiceOptions) {
-    this.registry = new ModelRegistry(o.registryDir);
+    this.registry = new ModelRegistry(o.registryDir, { bundledRoot: o.packageRoot });
   }
 
   private async bundledEntry(id: string): Promise<ModelEntry | null> {

@@ -50,6 +50,8 @@ export interface Core {
   onEvent(listener: EventListener): () => void;
   emit<E extends EventName>(event: E, payload: EventPayload<E>): void;
   mediaPath(mediaId: string): string | null;
+  /** A file of the workspace's `exports/` (as `demo:export` names it); null for any other name. */
+  exportPath(name: string): string | null;
   dispose(): Promise<void>;
 }
 
@@ -176,6 +178,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       // Media ids are `<sha256>.<ext>`; anything else never reaches the disk.
       if (!/^[a-f0-9]{64}\.(png|jpe?g|webp|gif)$/.test(mediaId)) return null;
       return path.join(workspace, 'media', mediaId);
+    },
+    exportPath(name) {
+      // `<run id>-<branch>.<format>` as demo:export writes it: no separators, so nothing outside exports/.
+      if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.(html|webp|gif)$/.test(name) || name.includes('..')) return null;
+      return path.join(workspace, 'exports', name);
     },
     async dispose() {
       for (const d of ctx.disposers.splice(0).reverse()) await d();

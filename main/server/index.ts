@@ -128,6 +128,23 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       handle.createReadStream().pipe(res);
       return;
     }
+    if (url.pathname.startsWith('/exports/')) {
+      // Exports as downloads: over an SSH tunnel a path on the server is of no use to the person at the browser.
+      const verdict = verdictFor(req, url);
+      if (!verdict.ok) {
+        res.writeHead(verdict.status, { ...baseHeaders, 'content-type': 'text/plain' }).end(verdict.reason);
+        return;
+      }
+      const name = decodeURIComponent(url.pathname.slice('/exports/'.length));
+      const file = opts.core.exportPath(name);
+      if (!file || !fs.existsSync(file)) {
+        res.writeHead(404, baseHeaders).end('no such export');
+        return;
+      }
+      res.writeHead(200, { ...baseHeaders, 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream', 'content-disposition': `attachment; filename="${name}"`, 'content-length': fs.statSync(file).size, 'cache-control': 'no-store' });
+      fs.createReadStream(file).pipe(res);
+      return;
+    }
     // Static renderer files carry no data; still apply the loopback/Host rules.
     const verdict = verdictFor(req, url);
     if (!verdict.ok && verdict.status === 403) {

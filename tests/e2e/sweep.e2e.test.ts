@@ -27,7 +27,8 @@ describe('an evaluation sweep started from the UI (tiny random model, real ONNX 
     const { page, errors } = await newPage(browser, { width: 1400, height: 1000 });
     await page.goto(`${app.openUrl}#/runs`);
     await page.getByTestId('new-eval-toggle').click();
-    await page.getByTestId('eval-model').fill(TINY);
+    await page.getByTestId('eval-model').selectOption('__other__');
+    await page.getByTestId('eval-model-path').fill(TINY);
     await page.getByTestId('eval-bench').selectOption('loupe-synth');
     await page.getByTestId('eval-data').fill(data);
     await page.getByTestId('eval-limit').fill('3');
@@ -70,7 +71,8 @@ describe('an evaluation sweep started from the UI (tiny random model, real ONNX 
     const { page } = await newPage(browser, { width: 1400, height: 900 });
     await page.goto(`${app.openUrl}#/runs`);
     await page.getByTestId('new-eval-toggle').click();
-    await page.getByTestId('eval-model').fill(TINY);
+    await page.getByTestId('eval-model').selectOption('__other__');
+    await page.getByTestId('eval-model-path').fill(TINY);
     await page.getByTestId('eval-data').fill(path.join(app.workspace, 'no-such-folder'));
     await page.getByTestId('eval-start').click();
     await page.waitForFunction(() => document.querySelector('[data-testid=eval-error]') || document.querySelector('[data-testid=sweep-progress][data-state=error]'), undefined, { timeout: 60_000 });

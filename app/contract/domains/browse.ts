@@ -52,6 +52,7 @@ export const GroupStatSchema = z.object({
   n: z.number().int(),
   correct: z.number().int(),
   accuracy: Num,
+  /** The 95 % Wilson score interval of the accuracy: one method everywhere (Runs, Compare, `loupe report`), so the same k of n always shows the same interval. */
   ci: IntervalSchema,
   rapr: Num,
   callsPerSample: Num,

@@ -131,6 +131,8 @@ export const ExportResultSchema = z.object({
   format: z.enum(['html', 'webp', 'gif']),
   /** Absolute path of the written file (under the workspace's `exports/`). */
   path: z.string(),
+  /** Its file name in `exports/` (what a download is called). */
+  name: z.string(),
   bytes: z.number().int(),
   /** Animation frames (webp/gif). */
   frames: z.number().int().optional(),

@@ -31,6 +31,8 @@ export const ModelReportSchema = z.object({
   sizeBytes: z.number(),
   dtypeBytes: z.record(z.string(), z.number()),
   memoryEstimateBytes: z.number().optional(),
+  /** The sub-folder that holds the model, when `dir` is a card folder around it (e.g. `models/loupe-tiny` → `models/loupe-tiny/model`). */
+  suggestion: z.string().optional(),
 });
 export type ModelReport = z.infer<typeof ModelReportSchema>;
 

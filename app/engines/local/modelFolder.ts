@@ -40,6 +40,8 @@ export interface ModelFolderReport {
   dtypeBytes: Partial<Record<EngineDtype, number>>;
   /** Rough resident memory for `dtype` (weights × 1.2 + KV cache for `contextTokens`); undefined when not loadable. */
   memoryEstimateBytes?: number;
+  /** When `dir` is not a model but one of its sub-folders is (a model's card folder with the weights in `model/`): that folder. */
+  suggestion?: string;
   text?: { layers: number; kvHeads: number; headDim: number; hidden: number; vocab: number };
 }
 
@@ -227,5 +229,29 @@ export async function validateModelFolder(
     report.memoryEstimateBytes = Math.round(weightBytes * 1.2 + kv);
   }
   report.ok = errors.length === 0;
+  if (!report.ok && config === null) {
+    const sub = await modelSubfolder(dir);
+    if (sub) {
+      report.suggestion = sub;
+      // Every file of the model would be listed as missing here; the one useful line is where the model is.
+      errors.splice(0, errors.length, `${dir} holds no model itself, but ${sub} does: use that folder`);
+      warnings.length = 0;
+    }
+  }
   return report;
+}
+
+/** The first sub-folder (name order) that has a config.json and an onnx/ folder: where a card folder keeps its weights. */
+export async function modelSubfolder(dir: string): Promise<string | null> {
+  let names: string[];
+  try {
+    names = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
+  } catch {
+    return null;
+  }
+  for (const n of names.sort()) {
+    const sub = path.join(dir, n);
+    if ((await fileSize(path.join(sub, 'config.json'))) !== null && (await stat(path.join(sub, 'onnx')).then((s) => s.isDirectory()).catch(() => false))) return sub;
+  }
+  return null;
 }

@@ -12,6 +12,7 @@ import type { DialectId, PromptId, ResizeMode } from '../../protocol/types';
 import { getDialect, isDialectId } from '../../protocol';
 import { redactUrlPasswordsDeep } from '../../connectors/redact';
 import { isRunId } from '../../workspace/runStore';
+import type { ModelRegistry } from '../../engines/modelRegistry';
 import { APP_VERSION } from '../../version';
 import { RESIZE_PRESETS, presetFor } from '../../tools/smartResize';
 
@@ -29,7 +30,7 @@ export type ModelSpec =
  */
 export function parseModelRef(ref: string, cwd: string = process.cwd()): ModelSpec {
   const s = ref.trim();
-  if (s === '') throw new Error('--model is empty: give a local model folder, an OpenAI-compatible URL (http://host:port/v1) or replay:<file>');
+  if (s === '') throw new Error('--model is empty: give a model name (loupe-tiny), a local model folder, an OpenAI-compatible URL (http://host:port/v1) or replay:<file>');
   if (/^https?:\/\//i.test(s)) {
     const [base = '', model = ''] = s.split('#', 2);
     let u: URL;
@@ -47,6 +48,17 @@ export function parseModelRef(ref: string, cwd: string = process.cwd()): ModelSp
   }
   const dir = path.resolve(cwd, s);
   return { kind: 'local', path: dir, name: path.basename(dir) };
+}
+
+/**
+ * `parseModelRef` plus the model registry: a local reference may be a registered or bundled name (`loupe-tiny`)
+ * or a folder; either way the spec carries the model's registered name, which names the run and its manifest.
+ */
+export async function resolveModelRef(ref: string, registry: ModelRegistry, cwd: string = process.cwd()): Promise<ModelSpec> {
+  const spec = parseModelRef(ref, cwd);
+  if (spec.kind !== 'local') return spec;
+  const m = await registry.resolveLocal(ref, cwd);
+  return { kind: 'local', path: m.path, name: m.id };
 }
 
 /** Files at most this big are hashed whole; bigger ones (multi-GB ONNX) by size + first and last MiB. */

@@ -59,6 +59,9 @@ export async function loadRunGroup(store: RunStore, ref: string): Promise<RunGro
   return { ref, runs, records: [...byQid.values()], superseded, expected, missingShards };
 }
 
+/** The name of the one interval method: the same k of n gives the same interval in every table and door. */
+export const INTERVAL_METHOD = 'wilson-95';
+
 export interface RunSummary {
   run: string;
   /** Comma-separated benchmark ids (one for a plain run). */
@@ -73,7 +76,10 @@ export interface RunSummary {
   complete: boolean;
   correct: number;
   accuracy: number;
+  /** 95 % Wilson score interval of `accuracy` (see `interval`). */
   ci95: [number, number];
+  /** How every `ci95` here is computed: the one interval method Loupe shows everywhere. */
+  interval: typeof INTERVAL_METHOD;
   mean_score: number;
   /** RaPR: share of samples with at least one tool call. */
   tool_use_rate: number;
@@ -107,7 +113,8 @@ export function summarize(g: RunGroup): RunSummary {
     complete: rows.length >= g.expected && g.missingShards.length === 0,
     correct: acc.correct,
     accuracy: nz(acc.accuracy),
-    ci95: [nz(acc.ci.lo), nz(acc.ci.hi)],
+    ci95: [nz(acc.wilson.lo), nz(acc.wilson.hi)],
+    interval: INTERVAL_METHOD,
     mean_score: nz(acc.meanScore),
     tool_use_rate: nz(tu.rapr),
     calls_per_sample: nz(tu.callsPerSample),
@@ -115,13 +122,13 @@ export function summarize(g: RunGroup): RunSummary {
     stop_reasons: tu.stopReasons,
     shards: g.runs.map((r) => r.id),
     missing_shards: g.missingShards,
-    by_bench: byBench.map((r) => ({ bench: r.key['bench'] ?? '', n: r.n, accuracy: nz(r.accuracy), ci95: [nz(r.ci.lo), nz(r.ci.hi)], rapr: nz(r.rapr) })),
+    by_bench: byBench.map((r) => ({ bench: r.key['bench'] ?? '', n: r.n, accuracy: nz(r.accuracy), ci95: [nz(r.wilson.lo), nz(r.wilson.hi)], rapr: nz(r.rapr) })),
     by_category: byCat.map((r) => ({
       bench: r.key['bench'] ?? '',
       category: r.key['category'] ?? null,
       n: r.n,
       accuracy: nz(r.accuracy),
-      ci95: [nz(r.ci.lo), nz(r.ci.hi)],
+      ci95: [nz(r.wilson.lo), nz(r.wilson.hi)],
       rapr: nz(r.rapr),
       calls_per_sample: nz(r.callsPerSample),
     })),
@@ -145,7 +152,7 @@ export function formatSummary(s: RunSummary): string {
   out.push('');
   out.push(
     table(
-      ['bench / category', 'n', 'acc %', '95% CI', 'RaPR %', 'calls/sample'],
+      ['bench / category', 'n', 'acc %', '95% CI (Wilson)', 'RaPR %', 'calls/sample'],
       [
         ...s.by_bench.flatMap((b) => [
           [b.bench, String(b.n), pct(b.accuracy), `${pct(b.ci95[0])}–${pct(b.ci95[1])}`, pct(b.rapr), ''],

@@ -63,13 +63,16 @@ function fmtMs(ms: number | null): string {
 
 /** Run the eval; resolves with the process exit code. Exported so tests and `loupe` share one path. */
 export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WriteStream | NodeJS.WritableStream } = process): Promise<number> {
-  const [{ parseModelRef, parseShard, expandPlan }, { runSweep, RunSetupError, loadRunGroup, summarize, formatSummary }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { isDialectId }] =
+  const [{ resolveModelRef, parseShard, expandPlan }, { runSweep, RunSetupError, loadRunGroup, summarize, formatSummary }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { isDialectId }] =
     await Promise.all([import('../../../app/sweeps/plan'), import('../../../app/sweeps/runner'), import('../../../app/workspace'), import('../../core/wiring'), import('../../../app/protocol')]);
   const err = (s: string) => io.stderr.write(s);
   if (o.prompt !== 'vcot' && o.prompt !== 'notool') throw new Error(`--prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}`);
   if (!isDialectId(o.dialect)) throw new Error(`--dialect ${JSON.stringify(o.dialect)} is unknown: use pixel-reasoner, verl-tool or deepeyes`);
   if (o.mode !== 'eval' && o.mode !== 'train') throw new Error(`--mode must be eval or train, got ${JSON.stringify(o.mode)}`);
-  const model = parseModelRef(o.model);
+  const wsDir = o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir();
+  const { ModelRegistry } = await import('../../../app/engines/modelRegistry');
+  const { resourcesRoot } = await import('../../../app/paths');
+  const model = await resolveModelRef(o.model, new ModelRegistry(wsDir, { bundledRoot: resourcesRoot() }));
   const shard = o.shard !== undefined ? parseShard(o.shard) : undefined;
   const data = path.resolve(o.data ?? path.join('data', o.bench));
   const runs = expandPlan({
@@ -90,7 +93,7 @@ export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.Wri
     ...(shard ? { shard } : {}),
     ...(o.run !== undefined ? { name: o.run } : {}),
   });
-  const ws = new Workspace(o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir());
+  const ws = new Workspace(wsDir);
   const ctrl = new AbortController();
   const onSignal = (sig: string) => {
     if (ctrl.signal.aborted) process.exit(130);
@@ -128,6 +131,8 @@ export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.Wri
         } else if (e.type === 'warning') {
           err(`warning: ${e.message}\n`);
         } else if (e.type === 'sample') {
+          // --no-progress: the run-start and end lines and the summary only (logs of batch jobs stay short).
+          if (o.progress === false) return;
           if (tty) {
             const w = 30;
             const fill = Math.round((w * e.done) / Math.max(1, e.total));
@@ -174,7 +179,7 @@ export function register(program: Command): void {
   program
     .command('eval')
     .description('evaluate a model on a benchmark (resumable: the same --run continues where it stopped)')
-    .requiredOption('--model <m>', 'local model folder, OpenAI-compatible URL (http://host:port/v1[#model]) or replay:<file.jsonl>')
+    .requiredOption('--model <m>', 'model name (loupe-tiny, or one added on the Models page), local model folder, OpenAI-compatible URL (http://host:port/v1[#model]) or replay:<file.jsonl>')
     .requiredOption('--bench <id>', 'benchmark id: vstar, tallyqa, infovqa, mvbench, vsibench, hrbench, pixel-reasoner, loupe-synth')
     .option('--data <dir>', 'benchmark data folder (default ./data/<bench>)')
     .option('--prompt <p>', 'vcot (tools) or notool', 'vcot')
@@ -198,7 +203,7 @@ export function register(program: Command): void {
     .option('--api-key <k>', 'API key for the OpenAI-compatible server (better: $LOUPE_API_KEY, since argv is visible in ps)')
     .option('--timeout-ms <n>', 'per-request timeout for a server', int('--timeout-ms', 1))
     .option('--replay-delay-ms <n>', 'replay engines: wait this long per turn', int('--replay-delay-ms'))
-    .option('--no-progress', 'no progress bar')
+    .option('--no-progress', 'no progress bar and no per-sample lines')
     .option('--json', 'print the result as one JSON object on the last stdout line')
     .action(async (o: EvalCliOptions) => {
       const code = await runEvalCommand(o);

@@ -56,7 +56,7 @@ export function register(program: Command): void {
     .command('run')
     .description('ask one question about an image (or video frames) and print the trajectory live')
     .argument('<question>', 'the question')
-    .requiredOption('--model <m>', 'local model folder, OpenAI-compatible URL (http://host:port/v1[#model]) or replay:<file.jsonl> (qid "run")')
+    .requiredOption('--model <m>', 'model name (loupe-tiny, or one added on the Models page), local model folder, OpenAI-compatible URL (http://host:port/v1[#model]) or replay:<file.jsonl> (qid "run")')
     .option('--image <file>', 'an image (repeat for several)', collect)
     .option('--video <file>', 'a video file (give its extracted frames with --frames)')
     .option('--frames <dir>', 'a folder of video frames, in name order')
@@ -73,7 +73,7 @@ export function register(program: Command): void {
     .option('--api-key <k>', 'API key for the server (better: $LOUPE_API_KEY, since argv is visible in ps)')
     .option('--json', 'print the trajectory as JSON on the last stdout line')
     .action(async (question: string, o: RunCliOptions) => {
-      const [{ parseModelRef }, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { listFrames }] = await Promise.all([
+      const [{ resolveModelRef }, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { listFrames }] = await Promise.all([
         import('../../../app/sweeps/plan'),
         import('../../../app/agent'),
         import('../../../app/protocol'),
@@ -97,8 +97,11 @@ export function register(program: Command): void {
       } else {
         throw new Error('give an image (--image FILE) or video frames (--frames DIR)');
       }
-      const model = parseModelRef(o.model);
-      const ws = await new Workspace(o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir()).init();
+      const wsDir = o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir();
+      const { ModelRegistry } = await import('../../../app/engines/modelRegistry');
+      const { resourcesRoot } = await import('../../../app/paths');
+      const model = await resolveModelRef(o.model, new ModelRegistry(wsDir, { bundledRoot: resourcesRoot() }));
+      const ws = await new Workspace(wsDir).init();
       const lease = await engineFactory({ ...(o.device ? { device: o.device as never } : {}), ...(o.dtype ? { dtype: o.dtype as never } : {}), ...(o.threads ? { threads: o.threads } : {}), ...(o.apiKey ? { apiKey: o.apiKey } : {}) })(model);
       const imageOps = await imageOpsFor(ws.media);
       const ctrl = new AbortController();
@@ -125,7 +128,7 @@ export function register(program: Command): void {
           onStep: (e) => {
             switch (e.type) {
               case 'episode-start':
-                out(`model ${lease.info.model} (${lease.info.kind}${lease.info.device ? `, ${lease.info.device}` : ''}${threadsText(lease.info.threads)}), dialect ${dialect.id}, prompt ${o.prompt}\n`);
+                out(`model ${model.kind === 'local' ? model.name : lease.info.model} (${lease.info.kind}${lease.info.device ? `, ${lease.info.device}` : ''}${threadsText(lease.info.threads)}), dialect ${dialect.id}, prompt ${o.prompt}\n`);
                 e.media.forEach((m, i) => out(`image ${i + 1}: ${mediaLine(m)}\n`));
                 break;
               case 'turn-start':

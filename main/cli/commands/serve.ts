@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { createCore } from '../../core';
 import { startServer } from '../../server';
-import { rendererDir as builtRendererDir } from '../../../app/paths';
+import { packageRoot, rendererDir as builtRendererDir } from '../../../app/paths';
 
 /** Find a system Chromium-family browser to open the app window in. */
 export function findBrowser(): string | null {
@@ -23,14 +23,58 @@ export interface BrowserModeOptions {
   allowOrigins?: string[];
 }
 
+/**
+ * Browser mode's port when none is given: the same on every start, so a bookmark or an SSH tunnel
+ * (`ssh -L 8420:127.0.0.1:8420 gpu-box`) keeps working. When it is taken (a second Loupe), the next free one of
+ * the following 19 is used and printed.
+ */
+export const DEFAULT_PORT = 8420;
+const PORT_TRIES = 20;
+
+/**
+ * Build the renderer when it is missing (a fresh clone after `npm install`, where only `npm start` used to build
+ * it), with the vite that `npm install` put in node_modules.
+ */
+export function ensureRenderer(root: string = packageRoot(), log: (s: string) => void = (s) => process.stderr.write(s)): string {
+  const rendererDir = root === packageRoot() ? builtRendererDir() : path.join(root, 'dist', 'renderer');
+  if (fs.existsSync(path.join(rendererDir, 'index.html'))) return rendererDir;
+  const vite = path.join(root, 'node_modules', 'vite', 'bin', 'vite.js');
+  if (!fs.existsSync(vite)) {
+    throw new Error(`the renderer is not built (${rendererDir} is missing) and vite is not installed to build it: run \`npm install\` (with dev dependencies), then \`npm run build\``);
+  }
+  log('Building the user interface (first start only; about a minute)…\n');
+  const r = spawnSync(process.execPath, [vite, 'build', '--logLevel', 'error'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  if (r.status !== 0 || !fs.existsSync(path.join(rendererDir, 'index.html'))) {
+    throw new Error(`building the renderer failed (vite exited with ${r.status ?? r.signal}); run \`npm run build:renderer\` to see why`);
+  }
+  return rendererDir;
+}
+
+function addressInUse(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === 'EADDRINUSE';
+}
+
 /** Start browser mode: core + server; open an app window when a display exists, else print the URL. */
 export async function runBrowserMode(opts: BrowserModeOptions): Promise<void> {
-  const rendererDir = builtRendererDir();
-  if (!fs.existsSync(path.join(rendererDir, 'index.html'))) {
-    throw new Error(`the renderer is not built (${path.relative(process.cwd(), rendererDir) || rendererDir} is missing): run \`npm run build\` first`);
-  }
+  const rendererDir = ensureRenderer();
   const core = await createCore({ workspace: opts.workspace, transport: 'browser' });
-  const server = await startServer({ core, host: opts.host, port: opts.port, rendererDir, ...(opts.allowOrigins?.length ? { allowOrigins: opts.allowOrigins } : {}) });
+  const allow = opts.allowOrigins?.length ? { allowOrigins: opts.allowOrigins } : {};
+  let server: Awaited<ReturnType<typeof startServer>> | null = null;
+  const ports = opts.port !== undefined ? [opts.port] : Array.from({ length: PORT_TRIES }, (_, i) => DEFAULT_PORT + i);
+  for (const port of ports) {
+    try {
+      server = await startServer({ core, host: opts.host, port, rendererDir, ...allow });
+      break;
+    } catch (err) {
+      if (!addressInUse(err)) throw err;
+      if (opts.port !== undefined) {
+        await core.dispose();
+        throw new Error(`port ${port} is in use (another Loupe or program listens there): pick another with --port, or leave --port out to use ${DEFAULT_PORT} or the next free one`);
+      }
+    }
+  }
+  // Every port of the range taken: any free one, rather than not starting.
+  server ??= await startServer({ core, host: opts.host, port: 0, rendererDir, ...allow });
   process.stdout.write(`Loupe (browser mode) is running.\n  open: ${server.openUrl}\n  workspace: ${core.workspace}\n`);
   const display = process.env.DISPLAY || process.env.WAYLAND_DISPLAY || process.platform === 'darwin' || process.platform === 'win32';
   const browser = findBrowser();
@@ -57,7 +101,11 @@ export function register(program: Command): void {
     .command('serve')
     .description('start browser mode: the app served on 127.0.0.1 with a token URL (use --host to listen elsewhere)')
     .option('--host <host>', 'address to listen on (default 127.0.0.1; anything else allows remote clients)')
-    .option('--port <port>', 'port (default: a free one)', (v) => Number.parseInt(v, 10))
+    .option('--port <port>', `port (default ${DEFAULT_PORT}, or the next free one after it)`, (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`--port must be an integer 0–65535, got ${JSON.stringify(v)}`);
+      return n;
+    })
     .option('--workspace <dir>', 'workspace folder (runs, media, labels, settings)')
     .option('--no-open', 'do not open a browser window')
     .option('--allow-origin <origin>', 'with --host: let a browser at this origin in, e.g. http://gpu-box.lab:8765 (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])

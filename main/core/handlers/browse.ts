@@ -11,7 +11,7 @@ const fin = (x: number): number | null => (Number.isFinite(x) ? x : null);
 
 function group(key: Record<string, string | null>, a: AccuracyStat, rows: readonly StatRow[]): GroupStat {
   const tu = toolUse(rows);
-  return { key, n: a.n, correct: a.correct, accuracy: fin(a.accuracy), ci: { lo: fin(a.ci.lo), hi: fin(a.ci.hi) }, rapr: fin(tu.rapr), callsPerSample: fin(tu.callsPerSample), toolErrorRate: fin(tu.toolErrorRate) };
+  return { key, n: a.n, correct: a.correct, accuracy: fin(a.accuracy), ci: { lo: fin(a.wilson.lo), hi: fin(a.wilson.hi) }, rapr: fin(tu.rapr), callsPerSample: fin(tu.callsPerSample), toolErrorRate: fin(tu.toolErrorRate) };
 }
 
 /**
@@ -106,14 +106,14 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
       const overall = accuracy(rows);
       const tu = toolUse(rows);
       const split = accuracyByToolUse(rows);
-      const toGroup = (g: ReturnType<typeof accuracyTable>[number]): GroupStat => ({ key: g.key, n: g.n, correct: g.correct, accuracy: fin(g.accuracy), ci: { lo: fin(g.ci.lo), hi: fin(g.ci.hi) }, rapr: fin(g.rapr), callsPerSample: fin(g.callsPerSample), toolErrorRate: fin(g.toolErrorRate) });
+      const toGroup = (g: ReturnType<typeof accuracyTable>[number]): GroupStat => ({ key: g.key, n: g.n, correct: g.correct, accuracy: fin(g.accuracy), ci: { lo: fin(g.wilson.lo), hi: fin(g.wilson.hi) }, rapr: fin(g.rapr), callsPerSample: fin(g.callsPerSample), toolErrorRate: fin(g.toolErrorRate) });
       return {
         overall: group({}, overall, rows),
         byBench: accuracyTable(rows, ['bench']).map(toGroup),
         byCategory: accuracyTable(rows, ['bench', 'category']).map(toGroup),
         toolUse: { n: tu.n, rapr: fin(tu.rapr), callsPerSample: fin(tu.callsPerSample), toolErrorRate: fin(tu.toolErrorRate), stopReasons: tu.stopReasons, callHistogram: [...tu.callHistogram] },
-        withTool: { n: split.withTool.n, accuracy: fin(split.withTool.accuracy), ci: { lo: fin(split.withTool.ci.lo), hi: fin(split.withTool.ci.hi) } },
-        withoutTool: { n: split.withoutTool.n, accuracy: fin(split.withoutTool.accuracy), ci: { lo: fin(split.withoutTool.ci.lo), hi: fin(split.withoutTool.ci.hi) } },
+        withTool: { n: split.withTool.n, accuracy: fin(split.withTool.accuracy), ci: { lo: fin(split.withTool.wilson.lo), hi: fin(split.withTool.wilson.hi) } },
+        withoutTool: { n: split.withoutTool.n, accuracy: fin(split.withoutTool.accuracy), ci: { lo: fin(split.withoutTool.wilson.lo), hi: fin(split.withoutTool.wilson.hi) } },
       };
     },
     'slices:list': () => sliceViews(),

@@ -1,7 +1,9 @@
 import path from 'node:path';
 import type { DomainHandlers } from '../../../app/contract/dispatch';
 import type { SweepProgress, sweepsCalls } from '../../../app/contract';
-import { expandPlan, parseModelRef } from '../../../app/sweeps/plan';
+import { expandPlan, resolveModelRef } from '../../../app/sweeps/plan';
+import { ModelRegistry } from '../../../app/engines/modelRegistry';
+import { resourcesRoot } from '../../../app/paths';
 import { runSweep, RunSetupError } from '../../../app/sweeps/runner';
 import { engineFactory } from '../wiring';
 import type { CoreContext } from '../context';
@@ -20,7 +22,7 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
 
   return {
     'sweeps:start': async (req) => {
-      const model = parseModelRef(req.model, ctx.workspace);
+      const model = await resolveModelRef(req.model, new ModelRegistry(ctx.workspace, { bundledRoot: resourcesRoot() }), ctx.workspace);
       const runs = expandPlan({
         models: [model],
         benchmarks: [{ id: req.bench, data: path.resolve(req.data) }],

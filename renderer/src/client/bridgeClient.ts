@@ -22,5 +22,7 @@ export function createBridgeClient(bridge: LoupeBridge): LoupeClient {
       return () => set.delete(l);
     },
     mediaUrl: (id) => `loupe-media://media/${encodeURIComponent(id)}`,
+    // Electron has no download route; the export's path on this machine is shown instead.
+    exportUrl: () => null,
   };
 }

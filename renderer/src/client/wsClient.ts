@@ -74,5 +74,6 @@ export function createWsClient(token: string): LoupeClient {
       return () => set.delete(l);
     },
     mediaUrl: (id) => `/media/${encodeURIComponent(id)}`,
+    exportUrl: (name) => `/exports/${encodeURIComponent(name)}`,
   };
 }

@@ -11,6 +11,8 @@ import { PausePanel } from '../components/demo/PausePanel';
 import { BranchCompare } from '../components/demo/BranchCompare';
 import { ExportBar } from '../components/demo/ExportBar';
 import { PresentationMode } from '../components/demo/PresentationMode';
+import { AnswerText } from '../components/demo/AnswerText';
+import { useAppStore } from '../stores/useAppStore';
 
 export function DemoPage() {
   const init = useDemoStore((s) => s.init);
@@ -29,6 +31,8 @@ export function DemoPage() {
   const editBox = useDemoStore((s) => s.editBox);
   const longTasks = useDemoStore(useShallow((s) => s.longTasks));
   const mediaCount = useDemoStore((s) => s.media.length);
+  // Diagnostics (long tasks) are for developers; an audience sees none of it unless Settings turns it on.
+  const developer = useAppStore((s) => s.settings?.developer === true);
   const [comparing, setComparing] = useState(false);
   const [presenting, setPresenting] = useState(false);
   const mediaUrl = getClient().mediaUrl;
@@ -69,7 +73,7 @@ export function DemoPage() {
             {branch?.replay ? <span className="demo-replay-badge" title={branch.engineLabel}>REPLAY</span> : null}
             {branch?.engineLabel ? <span className="muted demo-engine-label">{branch.engineLabel}</span> : null}
             <span className="grow" />
-            {longTasks.length || status === 'done' ? (
+            {developer && (longTasks.length || status === 'done') ? (
               <span className="muted" data-testid="long-tasks" title={longTasks.join(', ')}>long tasks: {longTasks.length}{longTasks.length ? ` (max ${Math.max(...longTasks)} ms)` : ''}</span>
             ) : null}
           </div>
@@ -98,10 +102,11 @@ export function DemoPage() {
         <>
           {t.finalText !== undefined ? (
             <div className="demo-answer" data-testid="answer">
-              <span className="demo-answer-label">Answer</span> {t.finalText}
+              <span className="demo-answer-label">Answer</span> <AnswerText text={t.finalText} />
+              <code className="demo-answer-raw muted" data-testid="answer-raw">{t.finalText.trim()}</code>
             </div>
           ) : null}
-          <TrajectoryView trajectory={t} mediaUrl={mediaUrl} activeStep={activeStep} onStepChange={setActiveStep} streaming={branch?.streaming ?? null} edit={edit} />
+          <TrajectoryView trajectory={t} mediaUrl={mediaUrl} activeStep={activeStep} onStepChange={setActiveStep} streaming={branch?.streaming ?? null} paused={status === 'paused'} edit={edit} />
           {status === 'done' || status === 'error' ? <ExportBar /> : null}
         </>
       ) : null}

@@ -35,6 +35,23 @@ export function ModelsPage() {
         {s.report ? (
           <div className={s.report.ok ? 'models-report ok' : 'models-report bad'} data-testid="model-report">
             <strong>{s.report.ok ? 'Usable model folder' : 'Not usable'}</strong> · {s.report.dir}
+            {s.report.suggestion ? (
+              <div className="models-suggestion" data-testid="model-suggestion">
+                The model is in <code>{s.report.suggestion}</code>.{' '}
+                <button
+                  type="button"
+                  className="btn btn-sm"
+                  onClick={() => {
+                    const sub = s.report?.suggestion ?? '';
+                    setFolder(sub);
+                    void validate(sub);
+                  }}
+                  data-testid="model-use-suggestion"
+                >
+                  Use that folder
+                </button>
+              </div>
+            ) : null}
             {s.report.errors.length ? (
               <ul className="models-errors">{s.report.errors.map((e) => <li key={e}>{e}</li>)}</ul>
             ) : null}

@@ -8,6 +8,7 @@ export function SettingsPage() {
   const settings = useAppStore((s) => s.settings);
   const info = useAppStore((s) => s.info);
   const setTheme = useAppStore((s) => s.setTheme);
+  const setDeveloper = useAppStore((s) => s.setDeveloper);
   return (
     <section className="page">
       <PageHeader title="Settings" subtitle="Stored in the workspace's settings.json" />
@@ -20,6 +21,12 @@ export function SettingsPage() {
             </button>
           ))}
         </div>
+      </div>
+      <div className="card">
+        <h3>Developer</h3>
+        <label className="demo-check">
+          <input type="checkbox" checked={settings?.developer === true} onChange={(e) => void setDeveloper(e.target.checked)} data-testid="settings-developer" /> Show diagnostics (long tasks on the Demo page)
+        </label>
       </div>
       <div className="card">
         <h3>Workspace</h3>

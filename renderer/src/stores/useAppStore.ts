@@ -31,6 +31,7 @@ interface AppState {
   init(): Promise<void>;
   navigate(page: Page, ...route: string[]): void;
   setTheme(theme: Theme): Promise<void>;
+  setDeveloper(on: boolean): Promise<void>;
 }
 
 let subscribed = false;
@@ -70,5 +71,15 @@ export const useAppStore = create<AppState>()((set, get) => ({
   async setTheme(theme) {
     const settings = await getClient().call('settings:set', { theme });
     set({ settings });
+  },
+  async setDeveloper(developer) {
+    // Optimistic, so the checkbox follows the click at once; the core's answer (or a reload on error) settles it.
+    const before = get().settings;
+    if (before) set({ settings: { ...before, developer } });
+    try {
+      set({ settings: await getClient().call('settings:set', { developer }) });
+    } catch (err) {
+      set({ settings: before, error: err instanceof Error ? err.message : String(err) });
+    }
   },
 }));

@@ -41,6 +41,8 @@ interface DemoState {
   replayKey: string;
   /** Bundled example scenes to try with loupe-tiny (see `demo:examples`). */
   examples: DemoExample[];
+  /** The examples row shows from the first paint: 'loading' until `demo:examples` answers. */
+  examplesState: 'idle' | 'loading' | 'ready' | 'error';
   localModelId: string;
   openaiUrl: string;
   openaiModel: string;
@@ -191,10 +193,12 @@ export const useDemoStore = create<DemoState>()((set, get) => {
     importing: false,
     importError: null,
     question: '',
-    engineKind: 'replay',
+    // A talk opens on the model that runs here (loupe-tiny and its examples); Replay needs recorded runs first.
+    engineKind: 'local',
     replaySources: [],
     replayKey: '',
     examples: [],
+    examplesState: 'idle',
     localModelId: 'loupe-tiny',
     openaiUrl: 'http://127.0.0.1:8000/v1',
     openaiModel: '',
@@ -221,12 +225,17 @@ export const useDemoStore = create<DemoState>()((set, get) => {
         subscribed = true;
         getClient().on('demo:event', onEvent);
       }
-      await get().loadReplaySources();
-      try {
-        set({ examples: await getClient().call('demo:examples', {}) });
-      } catch (err) {
-        set({ errors: [...get().errors, `could not load the example scenes: ${message(err)}`] });
-      }
+      // In parallel: the examples row must not wait on a workspace's recorded runs.
+      const examples = (async () => {
+        if (get().examplesState === 'ready') return;
+        set({ examplesState: 'loading' });
+        try {
+          set({ examples: await getClient().call('demo:examples', {}), examplesState: 'ready' });
+        } catch (err) {
+          set({ examplesState: 'error', errors: [...get().errors, `could not load the example scenes: ${message(err)}`] });
+        }
+      })();
+      await Promise.all([get().loadReplaySources(), examples]);
     },
 
     async loadReplaySources() {
@@ -316,7 +325,18 @@ export const useDemoStore = create<DemoState>()((set, get) => {
         }
         engine = { kind: 'replay' as const, runId, qid };
       } else if (s.engineKind === 'local') engine = { kind: 'local' as const, modelId: s.localModelId };
-      else engine = { kind: 'openai' as const, baseURL: s.openaiUrl, model: s.openaiModel };
+      else {
+        // Said plainly here, before the core's payload check turns it into schema text.
+        if (!s.openaiModel.trim()) {
+          set({ errors: [`Name the model to ask: the server at ${s.openaiUrl} can serve several (its ${s.openaiUrl.replace(/\/+$/, '')}/models lists them; vLLM's is the --served-model-name or the model path).`] });
+          return;
+        }
+        if (!/^https?:\/\/\S+$/i.test(s.openaiUrl.trim())) {
+          set({ errors: [`${JSON.stringify(s.openaiUrl)} is not a server URL: give its OpenAI-compatible base, e.g. http://127.0.0.1:8000/v1`] });
+          return;
+        }
+        engine = { kind: 'openai' as const, baseURL: s.openaiUrl.trim(), model: s.openaiModel.trim() };
+      }
       const st = s.settings;
       const settings = {
         temperature: num(st.temperature) ?? 0,

@@ -23,7 +23,11 @@ interface RunsState {
   pages: Record<number, SampleRow[]>;
   problem: { message: string; column?: number } | null;
   lastMs: number | null;
-  stats: RunStats | null;
+  /** One entry per selected run; with `pool`, a single entry for all of them (`runId` '*'). */
+  stats: RunStatsEntry[] | null;
+  /** Pool the selected runs into one set of numbers (an explicit choice: runs are compared per run by default). */
+  pool: boolean;
+  setPool(pool: boolean): void;
   sample: SampleRecord | null;
   sampleError: string | null;
   slices: SliceView[];
@@ -43,6 +47,20 @@ interface RunsState {
 
 const inflight = new Set<string>();
 
+export interface RunStatsEntry {
+  /** The run's id, or '*' for the pooled selection. */
+  runId: string;
+  label: string;
+  /** False for runs whose samples have no ground truth (Demo questions): accuracy is not defined. */
+  graded: boolean;
+  stats: RunStats;
+}
+
+/** A run without ground truth: the Demo's questions have no answer to score against. */
+export function isUngraded(r: RunSummary | undefined): boolean {
+  return r?.manifest?.kind === 'demo';
+}
+
 export const useRunsStore = create<RunsState>()((set, get) => ({
   runs: [],
   loading: false,
@@ -57,6 +75,7 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
   problem: null,
   lastMs: null,
   stats: null,
+  pool: false,
   sample: null,
   sampleError: null,
   slices: [],
@@ -83,7 +102,8 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
     try {
       const runs = await getClient().call('runs:list', {});
       const selected = get().selected.filter((id) => runs.some((r) => r.id === id));
-      const first = runs.find((r) => r.manifest);
+      // Start on the newest graded run: a Demo question is no evaluation to summarise or to audit.
+      const first = runs.find((r) => r.manifest && !isUngraded(r)) ?? runs.find((r) => r.manifest);
       set({ runs, loading: false, error: null, selected: selected.length ? selected : first ? [first.id] : [] });
       await get().refresh();
     } catch (err) {
@@ -92,6 +112,10 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
   },
   select(runIds) {
     set({ selected: runIds });
+    void get().refresh();
+  },
+  setPool(pool) {
+    set({ pool });
     void get().refresh();
   },
   setQuery(query) {
@@ -125,7 +149,21 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
     }
     await get().ensurePage(0);
     try {
-      const stats = await getClient().call('runs:stats', { runIds: selected, query: get().problem ? '' : query });
+      const q = get().problem ? '' : query;
+      const { runs, pool } = get();
+      const byId = new Map(runs.map((r) => [r.id, r]));
+      const groups = pool && selected.length > 1 ? [selected] : selected.map((id) => [id]);
+      const stats = await Promise.all(
+        groups.map(async (ids): Promise<RunStatsEntry> => {
+          const one = ids.length === 1 ? byId.get(ids[0]!) : undefined;
+          return {
+            runId: one ? one.id : '*',
+            label: one ? (one.manifest?.name ?? one.id) : `${ids.length} runs pooled`,
+            graded: ids.every((id) => !isUngraded(byId.get(id))),
+            stats: await getClient().call('runs:stats', { runIds: ids, query: q }),
+          };
+        }),
+      );
       if (get().version === version) set({ stats });
     } catch {
       if (get().version === version) set({ stats: null });

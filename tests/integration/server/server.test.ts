@@ -126,6 +126,17 @@ describe('browser-mode server', () => {
     expect(cookie.status).toBe(200);
   });
 
+  it('serves exports as downloads, only with the token and only from exports/', async () => {
+    fs.mkdirSync(path.join(core.workspace, 'exports'), { recursive: true });
+    fs.writeFileSync(path.join(core.workspace, 'exports', 'run-1-b0.html'), '<!doctype html><title>t</title>');
+    expect((await get(`${server.url}/exports/run-1-b0.html`)).status).toBe(401);
+    const ok = await get(`${server.url}/exports/run-1-b0.html`, { Cookie: `loupe_token=${server.token}` });
+    expect(ok.status).toBe(200);
+    expect(ok.headers['content-disposition']).toBe('attachment; filename="run-1-b0.html"');
+    expect((await get(`${server.url}/exports/..%2Fsettings.json?token=${server.token}`)).status).toBe(404);
+    expect((await get(`${server.url}/exports/missing.gif?token=${server.token}`)).status).toBe(404);
+  });
+
   it('serves the renderer with a CSP and turns the URL token into an HttpOnly cookie', async () => {
     const res = await get(`${server.url}/?token=${server.token}`);
     expect(res.status).toBe(200);

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useSweepsStore } from '../../stores/useSweepsStore';
 import { useRunsStore } from '../../stores/useRunsStore';
+import { ModelPicker } from '../models/ModelPicker';
 
 const BENCHES = ['loupe-synth', 'vstar', 'tallyqa', 'infovqa', 'mvbench', 'vsibench', 'hrbench', 'pixel-reasoner'];
 
@@ -21,7 +22,7 @@ export function NewEvalPanel() {
   const subscribe = useSweepsStore((s) => s.subscribe);
   const load = useRunsStore((s) => s.load);
   const [open, setOpen] = useState(false);
-  const [model, setModel] = useState('');
+  const [model, setModel] = useState('loupe-tiny');
   const [bench, setBench] = useState('loupe-synth');
   const [data, setData] = useState('');
   const [vcot, setVcot] = useState(true);
@@ -44,7 +45,7 @@ export function NewEvalPanel() {
             void start({ model, bench, data, prompts, ...(limit ? { limit: Number(limit) } : {}), ...(maxTokens ? { maxTokens: Number(maxTokens) } : {}) });
           }}
         >
-          <label>Model<input className="input" value={model} onChange={(e) => setModel(e.target.value)} placeholder="model folder, http://host:port/v1 or replay:<file>" data-testid="eval-model" required /></label>
+          <label>Model<ModelPicker value={model} onChange={setModel} allowOther testId="eval-model" /></label>
           <label>Benchmark<select className="input" value={bench} onChange={(e) => setBench(e.target.value)} data-testid="eval-bench">{BENCHES.map((b) => <option key={b}>{b}</option>)}</select></label>
           <label>Data folder<input className="input" value={data} onChange={(e) => setData(e.target.value)} placeholder="folder with the published files" data-testid="eval-data" required /></label>
           <label>Limit<input className="input" value={limit} onChange={(e) => setLimit(e.target.value.replace(/\D/g, ''))} placeholder="all" data-testid="eval-limit" /></label>

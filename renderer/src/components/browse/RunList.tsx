@@ -1,6 +1,6 @@
 import { Fragment, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { useRunsStore } from '../../stores/useRunsStore';
+import { isUngraded, useRunsStore } from '../../stores/useRunsStore';
 import { useAppStore } from '../../stores/useAppStore';
 import { pct } from './format';
 import { RunEditor, RunRowActions, type Editing } from './RunAdmin';
@@ -35,7 +35,7 @@ export function RunList() {
               <td>{r.manifest?.bench?.id ?? '—'}</td>
               <td>{r.manifest?.prompt ?? '—'}</td>
               <td className="num">{r.samples}</td>
-              <td className="num">{r.samples ? pct(r.correct / r.samples) : '—'}</td>
+              <td className="num" title={isUngraded(r) ? 'no ground truth: a Demo question has no answer to score' : undefined}>{r.samples && !isUngraded(r) ? pct(r.correct / r.samples) : '—'}</td>
               <td><RunRowActions run={r} onEdit={setEditing} /></td>
             </tr>
             {editing?.runId === r.id ? (

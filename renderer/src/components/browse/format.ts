@@ -1,4 +1,7 @@
 /** Small display helpers shared by the browse components. */
+
+/** The one interval Loupe shows for an accuracy (the core computes it: app/sweeps/stats `wilson`). */
+export const INTERVAL_NAME = '95 % Wilson score interval';
 export function pct(x: number | null | undefined, digits = 1): string {
   return x === null || x === undefined || Number.isNaN(x) ? '—' : `${(100 * x).toFixed(digits)} %`;
 }

@@ -1,7 +1,6 @@
-import { useEffect } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useDemoStore, type EngineKind } from '../../stores/useDemoStore';
-import { useModelsStore } from '../../stores/useModelsStore';
+import { ModelPicker } from '../models/ModelPicker';
 
 const KINDS: Array<{ id: EngineKind; label: string }> = [
   { id: 'replay', label: 'Replay' },
@@ -17,11 +16,6 @@ export function EnginePicker() {
   const setField = useDemoStore((x) => x.set);
   const setSetting = useDemoStore((x) => x.setSetting);
   const useReplayMedia = useDemoStore((x) => x.useReplayMedia);
-  const models = useModelsStore(useShallow((x) => x.models));
-  const loadModels = useModelsStore((x) => x.load);
-  useEffect(() => {
-    void loadModels();
-  }, [loadModels]);
 
   return (
     <div className="demo-engine">
@@ -51,16 +45,12 @@ export function EnginePicker() {
         </div>
       ) : s.engineKind === 'local' ? (
         <div className="demo-row">
-          <select className="input grow" value={s.localModelId} onChange={(e) => setField('localModelId', e.target.value)} data-testid="local-model">
-            {models.map((m) => (
-              <option key={m.id} value={m.id}>{m.name}</option>
-            ))}
-          </select>
+          <ModelPicker value={s.localModelId} onChange={(v) => setField('localModelId', v)} testId="local-model" className="grow" />
         </div>
       ) : (
         <div className="demo-row">
           <input className="input grow" value={s.openaiUrl} onChange={(e) => setField('openaiUrl', e.target.value)} placeholder="http://127.0.0.1:8000/v1" data-testid="openai-url" />
-          <input className="input" value={s.openaiModel} onChange={(e) => setField('openaiModel', e.target.value)} placeholder="model name" data-testid="openai-model" />
+          <input className="input" value={s.openaiModel} onChange={(e) => setField('openaiModel', e.target.value)} placeholder="model name (required)" aria-required="true" data-testid="openai-model" />
         </div>
       )}
       <div className="demo-grid">

@@ -1,11 +1,13 @@
 import { useShallow } from 'zustand/react/shallow';
 import { useDemoStore } from '../../stores/useDemoStore';
+import { getClient } from '../../client';
 
 /** Export the shown branch as a self-contained HTML page or an animation. */
 export function ExportBar() {
   const exportAs = useDemoStore((s) => s.exportAs);
   const exporting = useDemoStore((s) => s.exporting);
   const exports = useDemoStore(useShallow((s) => s.exports));
+  const client = getClient();
   return (
     <div className="demo-export">
       <span className="muted">Export:</span>
@@ -15,7 +17,12 @@ export function ExportBar() {
       {exporting ? <span className="muted">exporting…</span> : null}
       {exports.map((e) => (
         <span key={e.format} className="demo-export-result" data-testid={`export-result-${e.format}`} title={e.path}>
-          {e.format}: {e.path} ({(e.bytes / 1024).toFixed(0)} KB{e.frames ? `, ${e.frames} frames` : ''})
+          {client.exportUrl(e.name) ? (
+            <a className="btn btn-sm btn-primary" href={client.exportUrl(e.name) ?? undefined} download={e.name} data-testid={`export-download-${e.format}`}>Download {e.format.toUpperCase()}</a>
+          ) : (
+            `${e.format}: ${e.path}`
+          )}{' '}
+          <span className="muted">({(e.bytes / 1024).toFixed(0)} KB{e.frames ? `, ${e.frames} frames` : ''})</span>
         </span>
       ))}
     </div>

@@ -13,6 +13,7 @@ export function MediaPicker() {
   const importPaths = useDemoStore((s) => s.importPaths);
   const clearMedia = useDemoStore((s) => s.clearMedia);
   const examples = useDemoStore(useShallow((s) => s.examples));
+  const examplesState = useDemoStore((s) => s.examplesState);
   const pickExample = useDemoStore((s) => s.pickExample);
   const [over, setOver] = useState(false);
   const [pathText, setPathText] = useState('');
@@ -57,9 +58,9 @@ export function MediaPicker() {
       </div>
       {media.length ? <div className="muted" data-testid="media-summary">{isVideo ? `video: ${media.length} frames` : `${media.length} image${media.length > 1 ? 's' : ''}`} · {media[0]!.width}×{media[0]!.height}</div> : null}
       {importError ? <div className="demo-error" role="alert" data-testid="import-error">{importError}</div> : null}
-      {examples.length ? (
-        <div className="demo-examples" data-testid="examples">
-          <span className="muted">Try a loupe-synth scene with loupe-tiny:</span>
+      {examples.length || examplesState !== 'ready' ? (
+        <div className="demo-examples" data-testid="examples" data-state={examplesState}>
+          <span className="muted">{examplesState === 'error' ? 'The example scenes could not be loaded (see the message above).' : examples.length ? 'Try a loupe-synth scene with loupe-tiny:' : 'Loading the example scenes…'}</span>
           {examples.map((ex) => (
             <button type="button" key={ex.id} className="demo-example" title={`${ex.title} (answer: ${ex.answer})`} onClick={() => pickExample(ex.id)} data-testid={`example-${ex.id}`}>
               <img src={mediaUrl(ex.media[0]!.id)} alt={ex.title} />

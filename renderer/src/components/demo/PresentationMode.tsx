@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type { Box, MediaRef, Trajectory } from '../../../../app/contract';
 import { combinedImages, stepNumbers } from '../trajectory/geometry';
+import { AnswerText } from './AnswerText';
 
 type Slide =
   | { kind: 'question'; media: MediaRef }
@@ -135,7 +136,7 @@ export function PresentationMode({ trajectory, mediaUrl, onClose }: { trajectory
         ) : (
           <div className="present-answer" data-testid="present-answer">
             <div className="present-answer-label">Answer</div>
-            <div>{slide.text}</div>
+            <div><AnswerText text={slide.text} testId="present-answer-chip" /></div>
             <div className="present-stop">stop: {slide.stop}</div>
           </div>
         )}

@@ -13,6 +13,8 @@ export interface TrajectoryViewProps {
   onStepChange?(i: number): void;
   /** Live text of the turn being generated. */
   streaming?: { turnIndex: number; text: string } | null;
+  /** Step mode holds the streaming turn before its tool call: say so instead of "generating…". */
+  paused?: boolean;
   /** Step mode: an editable box on the paused call's target image. */
   edit?: { media: MediaRef; targetIndex: number; box: Box; step: number; onChange(box: Box): void } | null;
   /** ←/→ move through steps (default true); turn off for a second view on the same page. */
@@ -28,7 +30,7 @@ function typingIn(target: EventTarget | null): boolean {
 }
 
 /** A trajectory step by step: the image with every box drawn where it was cut, and a card per turn. */
-export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChange, streaming, edit, keyboard = true, testId = 'trajectory-view', noImage = 'No image yet.' }: TrajectoryViewProps) {
+export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChange, streaming, paused = false, edit, keyboard = true, testId = 'trajectory-view', noImage = 'No image yet.' }: TrajectoryViewProps) {
   const [ownStep, setOwnStep] = useState(0);
   const active = activeStep ?? ownStep;
   const select = (i: number) => {
@@ -123,9 +125,9 @@ export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChan
             <header>
               <strong>Turn {streaming.turnIndex + 1}</strong>
               <span className="grow" />
-              <span className="muted">generating…</span>
+              <span className="muted" data-testid="streaming-state">{paused ? 'paused before its tool call' : 'generating…'}</span>
             </header>
-            <pre className="tv-text">{streaming.text}<span className="tv-caret" /></pre>
+            <pre className="tv-text">{streaming.text}{paused ? null : <span className="tv-caret" />}</pre>
           </article>
         ) : null}
         {t.turns.length > 0 && !streaming ? (
