@@ -158,55 +158,104 @@ function fieldsOf(schema: Json, prefix = ''): TemplateField[] {
 
 // ───────────── loupe-tiny: is the local trainer usable here? ─────────────
 
-/** Python that imports torch, resolved as the driver does (LOUPE_PYTHON, else python3, /usr/bin/python3); checked once per core. */
-let torchPython: Promise<{ python: string; torch: string } | { python: null; tried: string[] }> | null = null;
-function findTorchPython(): Promise<{ python: string; torch: string } | { python: null; tried: string[] }> {
+/** Every Python module models/loupe-tiny/train.py (and what it imports: qwen_torch, scene_traj, pr_env, rl) needs to run
+ * a fine-tune; the ONNX export's transformers/onnx are optional (train.py skips the export without them and says so). */
+export const LOUPE_TINY_PY_MODULES = [
+  { module: 'torch', install: 'python3-torch / pip install torch' },
+  { module: 'numpy', install: 'python3-numpy / pip install numpy' },
+  { module: 'PIL', install: 'python3-pil / pip install pillow' },
+] as const;
+
+type PyCheck = { python: string; torch: string } | { python: null; tried: string[]; missing: Record<string, string[]> };
+
+/** The first Python (LOUPE_PYTHON, else python3, /usr/bin/python3, as the driver resolves it) that imports every module the
+ * trainer needs; else which modules each candidate lacks. Cached until a recheck: a user who installs torch presses
+ * "Check again" rather than restarting. */
+let torchPython: Promise<PyCheck> | null = null;
+function findTorchPython(recheck = false): Promise<PyCheck> {
+  if (recheck) torchPython = null;
   torchPython ??= (async () => {
     const candidates = process.env['LOUPE_PYTHON'] ? [process.env['LOUPE_PYTHON']] : ['python3', '/usr/bin/python3'];
+    const names = LOUPE_TINY_PY_MODULES.map((m) => m.module);
+    // find_spec finds without importing; torch is then imported for its version (and to prove it loads)
+    const code =
+      `import importlib.util, json\nm = [n for n in ${JSON.stringify(names)} if importlib.util.find_spec(n) is None]\n` +
+      `v = None\nif not m:\n    import torch\n    v = torch.__version__\nprint(json.dumps({"missing": m, "torch": v}))`;
+    const missing: Record<string, string[]> = {};
     for (const py of candidates) {
-      const v = await new Promise<string | null>((resolve) => {
-        execFile(py, ['-c', 'import torch; print(torch.__version__)'], { timeout: 60_000 }, (err, stdout) => resolve(err ? null : stdout.trim()));
+      const out = await new Promise<string | null>((resolve) => {
+        execFile(py, ['-c', code], { timeout: 60_000 }, (err, stdout) => resolve(err ? null : stdout.trim()));
       });
-      if (v) return { python: py, torch: v };
+      let r: { missing: string[]; torch: string | null } | null = null;
+      try {
+        r = out ? (JSON.parse(out.split('\n').pop() ?? '') as { missing: string[]; torch: string | null }) : null;
+      } catch {
+        r = null;
+      }
+      if (r && r.missing.length === 0 && r.torch) return { python: py, torch: r.torch };
+      missing[py] = r ? r.missing : ['python3 itself (it did not run)'];
     }
-    return { python: null, tried: candidates };
+    return { python: null, tried: candidates, missing };
   })();
   return torchPython;
 }
-let loupeTinyState: { ok: boolean; notice: string } = { ok: false, notice: 'Checking for Python with torch…' };
+let loupeTinyState: { ok: boolean; notice: string; reason?: string } = { ok: false, notice: 'Checking for Python with torch…' };
 
-/** The loupe-tiny template is runnable when the driver and a train.py with the fine-tune flags exist and torch imports. */
-async function refreshLoupeTiny(root: string): Promise<void> {
+/** The loupe-tiny template is runnable when the driver and a train.py with the fine-tune flags exist and a Python has
+ * every module the trainer imports. */
+async function refreshLoupeTiny(root: string, recheck = false): Promise<void> {
   const driver = path.join(root, LOUPE_TINY_DRIVER);
   const trainer = path.join(root, 'models', 'loupe-tiny', 'train.py');
   const src = await fs.promises.readFile(trainer, 'utf8').catch(() => null);
   if (!fs.existsSync(driver) || src === null) {
-    loupeTinyState = { ok: false, notice: `The loupe-tiny trainer is not part of this build (${LOUPE_TINY_DRIVER} or models/loupe-tiny/train.py is missing): the job fails at once.` };
+    loupeTinyState = { ok: false, reason: 'not in this build', notice: `The loupe-tiny trainer is not part of this build (${LOUPE_TINY_DRIVER} or models/loupe-tiny/train.py is missing): the job fails at once.` };
     return;
   }
   if (!src.includes('--max-steps') || !src.includes('--init')) {
-    loupeTinyState = { ok: false, notice: 'models/loupe-tiny/train.py in this build predates the local fine-tune (no --init/--max-steps): the job would fail at the train phase.' };
+    loupeTinyState = { ok: false, reason: 'trainer too old', notice: 'models/loupe-tiny/train.py in this build predates the local fine-tune (no --init/--max-steps): the job would fail at the train phase.' };
     return;
   }
-  const py = await findTorchPython();
-  loupeTinyState = 'torch' in py
-    ? { ok: true, notice: `Runs here: synth → prepare → train on ${py.python} (torch ${py.torch}). CPU-sized defaults: a few minutes in all. LOUPE_PYTHON chooses another Python.` }
-    : { ok: false, notice: `needs Python 3 with torch (pip install torch, or apt install python3-torch): none of ${py.tried.join(', ')} imports torch, so the job fails at once. Set LOUPE_PYTHON to a Python that has it.` };
+  const py = await findTorchPython(recheck);
+  if ('torch' in py) {
+    loupeTinyState = { ok: true, notice: `Runs here: synth → prepare → train on ${py.python} (torch ${py.torch}). CPU-sized defaults: a few minutes in all. LOUPE_PYTHON chooses another Python.` };
+    return;
+  }
+  // the modules the best candidate lacks (the one missing fewest), named the way a user installs them
+  const lacks = Object.values(py.missing).sort((a, b) => a.length - b.length)[0] ?? ['torch'];
+  const what = lacks.length === 1 ? `${lacks[0]} is missing` : `${lacks.join(', ')} are missing`;
+  const how = LOUPE_TINY_PY_MODULES.filter((m) => lacks.includes(m.module)).map((m) => `${m.module}: ${m.install}`).join('; ');
+  const per = py.tried.map((p) => `${p}: no ${(py.missing[p] ?? []).join(', ')}`).join('; ');
+  loupeTinyState = {
+    ok: false,
+    reason: what,
+    notice: `${what[0]?.toUpperCase()}${what.slice(1)}: the fine-tune needs Python 3 with ${LOUPE_TINY_PY_MODULES.map((m) => m.module).join(', ')} (${per}), so the job would fail at once. Install ${how ? `(${how})` : 'them'}, or set LOUPE_PYTHON to a Python that has them, then press Check again.`,
+  };
 }
 
 function templateInfo(t: JobTemplate): TemplateInfo {
   const js = z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Json;
   let available = true;
   let notice: string | undefined;
+  let reason: string | undefined;
   if (t.id === 'loupe-tiny-finetune') {
     available = loupeTinyState.ok;
     notice = loupeTinyState.notice;
+    reason = loupeTinyState.reason;
   } else if (t.id === 'custom-script') {
     notice = 'Runs your script as typed. The default script is synthetic: it prints made-up verl-format metrics and trains nothing.';
   } else {
     notice = `Needs the upstream trainer installed where the job runs (source: ${t.source}). Loupe generates the command; it does not install the trainer.`;
   }
-  return { id: t.id, title: t.title, description: t.description, source: t.source, available, ...(notice ? { notice } : {}), fields: fieldsOf(js) };
+  return {
+    id: t.id,
+    title: t.title,
+    description: t.description,
+    source: t.source,
+    available,
+    ...(notice ? { notice } : {}),
+    ...(!available && reason ? { unavailableReason: reason } : {}),
+    fields: fieldsOf(js),
+  };
 }
 
 function findTemplate(id: string): JobTemplate {
@@ -460,8 +509,8 @@ export function trainingHandlers(ctx: CoreContext): DomainHandlers<typeof traini
   };
 
   return {
-    'training:templates': async () => {
-      await refreshLoupeTiny(root);
+    'training:templates': async ({ recheck }) => {
+      await refreshLoupeTiny(root, recheck === true);
       return { templates: ALL_TEMPLATES.map((t) => templateInfo(t)) };
     },
 
