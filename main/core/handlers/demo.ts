@@ -36,7 +36,7 @@ const BUNDLED_MODEL = 'tiny-random-qwen25vl';
 /** Models that ship in the checkout (listed without being added). */
 const BUNDLED: Array<{ id: string; dir: string[]; name: string }> = [
   { id: BUNDLED_MODEL, dir: ['models', BUNDLED_MODEL], name: `${BUNDLED_MODEL} (bundled test model, random weights)` },
-  { id: 'loupe-tiny', dir: ['models', 'loupe-tiny', 'model'], name: 'loupe-tiny (bundled; zooms onto the target, reads 19 in 20 tags and 3 in 4 ring numbers — see its card)' },
+  { id: 'loupe-tiny', dir: ['models', 'loupe-tiny', 'model'], name: 'loupe-tiny (bundled; knows only loupe-synth scenes: rings, tags, dot boxes, tag pairs — see its card)' },
 ];
 
 interface Pause {

@@ -14,6 +14,7 @@ export function MediaPicker() {
   const clearMedia = useDemoStore((s) => s.clearMedia);
   const examples = useDemoStore(useShallow((s) => s.examples));
   const pickExample = useDemoStore((s) => s.pickExample);
+  const tinyLocal = useDemoStore((s) => s.engineKind === 'local' && s.localModelId === 'loupe-tiny');
   const [over, setOver] = useState(false);
   const [pathText, setPathText] = useState('');
   const input = useRef<HTMLInputElement>(null);
@@ -57,6 +58,13 @@ export function MediaPicker() {
       </div>
       {media.length ? <div className="muted" data-testid="media-summary">{isVideo ? `video: ${media.length} frames` : `${media.length} image${media.length > 1 ? 's' : ''}`} · {media[0]!.width}×{media[0]!.height}</div> : null}
       {importError ? <div className="demo-error" role="alert" data-testid="import-error">{importError}</div> : null}
+      {/* loupe-tiny was trained on loupe-synth scenes only: on a photo it still answers, about rings and tags that are not
+          there. One line, not a block: the user may want to see exactly that. */}
+      {tinyLocal && media.length && !examples.some((ex) => ex.media.some((m) => m.id === media[0]!.id)) ? (
+        <div className="muted demo-tiny-notice" data-testid="tiny-notice">
+          loupe-tiny knows only loupe-synth scenes (rings, tags, dot boxes, tag pairs): on other images its answers are not about the image.
+        </div>
+      ) : null}
       {examples.length ? (
         <div className="demo-examples" data-testid="examples">
           <span className="muted">Try a loupe-synth scene with loupe-tiny:</span>
