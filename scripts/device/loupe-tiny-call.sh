@@ -14,12 +14,12 @@ MODE=${1:?start|wait}; MAX=${2:-540}
 W=/tmp/lt/w
 t0=$(date +%s)
 if [ "$MODE" = start ]; then
-  mkdir -p /tmp/lt/w/init && cp -r models scripts /tmp/lt/ && cd /tmp/lt || exit 1
+  mkdir -p /tmp/lt/w/init && { [ "$PWD" = /tmp/lt ] || cp -r models scripts /tmp/lt/; } && cd /tmp/lt || exit 1
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
   for m in transformers onnx onnxruntime tokenizers; do python3 -c "import $m; print('$m', $m.__version__)" 2>&1 | tail -1; done
   python3 models/loupe-tiny/onnx_weights.py --model models/loupe-tiny/model --out $W/init/model.safetensors --dtype fp32 || exit 1
   cp models/loupe-tiny/model/{config.json,generation_config.json,preprocessor_config.json,tokenizer.json,tokenizer_config.json} $W/init/
-  PACK=$(realpath "$OLDPWD/.device-carry/node-pack.tar.xz")
+  PACK=${PACK:-$(realpath "$OLDPWD/.device-carry/node-pack.tar.xz")}
   setsid bash scripts/device/loupe-tiny-gpu.sh $W "$PACK" "${DATA_S:-240}" "${TRAIN_MIN:-12}" "${RL_MIN:-3}" > $W/gpu.log 2>&1 < /dev/null &
   disown
 fi
@@ -32,7 +32,8 @@ cat $W/status 2>/dev/null
 tail -3 $W/train-sftA.log $W/rl.log 2>/dev/null
 ls -la $W/ship 2>/dev/null
 if grep -q shipped $W/status 2>/dev/null; then
-  cp $W/ship/* "$OUT/" 2>/dev/null
+  # the weights (split parts) and the logs; the auxiliary heads stay (at most 8 files come back)
+  for f in $W/ship/*; do case "$f" in *.aux.*) ;; *) cp "$f" "$OUT/" ;; esac; done
   if python3 -c "import transformers, onnx, onnxruntime, tokenizers" 2>/dev/null; then
     for m in sftA:$W/sftA rl:$W/rlout/model; do
       n=${m%%:*}; d=${m#*:}
