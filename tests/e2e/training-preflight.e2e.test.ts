@@ -54,10 +54,10 @@ describe('Training page · loupe-tiny pre-flight', () => {
     // installed meanwhile: the cached answer must not stand until a restart
     setLauncher(true);
     await page.getByTestId('template-recheck').click();
-    await page.getByTestId('template-notice').filter({ hasText: /^Runs here: synth → prepare → train on \S+python3 \(torch [\d.]+/ }).waitFor({ timeout: 60_000 });
+    await page.getByTestId('template-notice').filter({ hasText: /^Runs here: synth → prepare → train on \S+python3 \(torch [\d.]+/ }).waitFor({ timeout: 200_000 });
     expect(await option.textContent()).toBe('loupe-tiny · local fine-tune');
     expect(await page.getByTestId('template-recheck').count()).toBe(0);
     await screenshot(page, 'training-preflight-found');
     expect(errors).toEqual([]);
-  }, 180_000);
+  }, 360_000);
 });

@@ -184,7 +184,7 @@ function findTorchPython(recheck = false): Promise<PyCheck> {
     const missing: Record<string, string[]> = {};
     for (const py of candidates) {
       const out = await new Promise<string | null>((resolve) => {
-        execFile(py, ['-c', code], { timeout: 60_000 }, (err, stdout) => resolve(err ? null : stdout.trim()));
+        execFile(py, ['-c', code], { timeout: 180_000 }, (err, stdout) => resolve(err ? null : stdout.trim()));
       });
       let r: { missing: string[]; torch: string | null } | null = null;
       try {
