@@ -385,3 +385,17 @@ export async function openSecretStore(o: OpenSecretStoreOptions): Promise<{ stor
   }
   return { store, info: { kind: 'os-keychain', label: 'OS keychain (Electron safeStorage)', ...(notes.length ? { note: notes.join('; ') } : {}), file: safeFile } };
 }
+
+/**
+ * Where a workspace keeps its secrets: the store files in `<workspace>/training/`, the AES-GCM key in
+ * `<workspace>/.private/secret.key` (0600). The app and `loupe train` both open the store through here, so a
+ * secret saved on the Training page is the one the CLI uses.
+ */
+export function workspaceSecretPaths(workspace: string): { dir: string; keyFile: string } {
+  return { dir: path.join(workspace, 'training'), keyFile: path.join(workspace, '.private', 'secret.key') };
+}
+
+/** The workspace's one secret store (OS keychain when the Electron door hands in safeStorage, else the AES-GCM file). */
+export function openWorkspaceSecretStore(workspace: string, safeStorage?: SafeStorageAdapter): Promise<{ store: SecretStore; info: SecretStoreInfo }> {
+  return openSecretStore({ ...workspaceSecretPaths(workspace), ...(safeStorage ? { safeStorage } : {}) });
+}

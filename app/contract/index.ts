@@ -6,15 +6,19 @@
  */
 import { z } from 'zod';
 import { demoCalls, demoEvents } from './domains/demo';
-import { browseCalls, browseEvents } from './domains/browse';
+import { browseCalls } from './domains/browse';
+import { labelsCalls, labelsEvents } from './domains/labels';
 import { sweepsCalls, sweepsEvents } from './domains/sweeps';
 import { trainingCalls, trainingEvents } from './domains/training';
+import { modelsCalls } from './domains/models';
 
 export * from './trajectory';
 export * from './domains/demo';
 export * from './domains/browse';
 export * from './domains/sweeps';
 export * from './domains/training';
+export * from './domains/models';
+export * from './domains/labels';
 import { Empty } from './common';
 
 /** State of the inference engine as the status bar shows it. */
@@ -70,10 +74,10 @@ const appEvents = {
  * Every request/response pair. The contract is one module: each domain's calls sit in one file under
  * `domains/` (so parallel work on two pages never edits the same lines) and are merged here.
  */
-export const calls = { ...appCalls, ...demoCalls, ...browseCalls, ...sweepsCalls, ...trainingCalls } as const;
+export const calls = { ...appCalls, ...demoCalls, ...modelsCalls, ...browseCalls, ...labelsCalls, ...sweepsCalls, ...trainingCalls } as const;
 
 /** Every server-pushed stream. */
-export const events = { ...appEvents, ...demoEvents, ...browseEvents, ...sweepsEvents, ...trainingEvents } as const;
+export const events = { ...appEvents, ...demoEvents, ...labelsEvents, ...sweepsEvents, ...trainingEvents } as const;
 
 export type Calls = typeof calls;
 export type Events = typeof events;

@@ -2,9 +2,9 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import sharp from 'sharp';
 import type { MediaRef, StopReason, ToolCallRecord, Turn } from '../contract/trajectory';
 import type { Dialect, ParseResult } from '../protocol/types';
+import { readImageSize } from '../tools/imageSize';
 import { ImportError, type ImportIssue, type ImportedMedia } from './types';
 
 export interface JsonlRow {
@@ -101,15 +101,8 @@ export async function mediaFromFile(file: string): Promise<ImportedMedia> {
   const bytes = await fsp.readFile(file);
   const ext = (path.extname(file).slice(1).toLowerCase() || 'bin').replace('jpeg', 'jpg');
   const id = `${createHash('sha256').update(bytes).digest('hex')}.${ext}`;
-  let width = 0;
-  let height = 0;
-  try {
-    const meta = await sharp(bytes).metadata();
-    width = meta.width ?? 0;
-    height = meta.height ?? 0;
-  } catch {
-    // not an image sharp can read: keep it with unknown size
-  }
+  // Not an image whose header we know: keep it with unknown size.
+  const { width, height } = readImageSize(bytes) ?? { width: 0, height: 0 };
   const mime = ext === 'jpg' ? 'image/jpeg' : ext === 'png' ? 'image/png' : undefined;
   const ref: MediaRef = { id, width, height, ...(mime ? { mime } : {}) };
   return { ref, path: file };

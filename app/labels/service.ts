@@ -1,14 +1,15 @@
 /**
- * One object for the annotate view's needs: load every annotator's events once, keep the fold current as
- * labels are added, toggle and undo, and hand out exports and agreement. The contract handlers (composition
- * root) can wrap it directly.
+ * The label service: the one owner of `labels/*.jsonl` and the taxonomy in a workspace. It loads every
+ * annotator's events once, keeps the fold current as labels are added, toggled and undone, and hands out the key
+ * map, exports and agreement. The core's labels:* handlers are a thin adapter over it.
  */
 import type { LabelEvent } from './events';
 import { agreementReport, type AgreementReport } from './agreement';
 import { currentLabelsToCsv, currentLabelsToJsonl, eventsToCsv, eventsToJsonl, type CsvOptions } from './export';
-import { LabelFolder, labelsBySample, unitKey, type CurrentLabel, type LabelFold } from './fold';
+import { LabelFolder, currentLabelRows, labelsBySample, parseUnitKey, unitKey, type CurrentLabel, type LabelFold } from './fold';
 import { LabelStore, type LabelReadIssue } from './store';
 import { loadTaxonomy, saveTaxonomy, type Taxonomy } from './taxonomy';
+import { ACTION_DESCRIPTIONS, buildKeyMap, normalizeChord, validateKeyMap } from './keymap';
 
 export interface LabelTarget {
   run: string;
@@ -30,8 +31,23 @@ export class LabelService {
     this.store = new LabelStore(workspaceDir);
   }
 
+  private loading: Promise<void> | null = null;
+  private changes = 0;
+
+  /** Load once (later calls wait for the same read). */
+  ready(): Promise<void> {
+    this.loading ??= this.load();
+    return this.loading;
+  }
+
+  /** Bumped on every change: caches keyed on labels (the sample index's label column) compare it. */
+  get version(): number {
+    return this.changes;
+  }
+
   /** (Re)read every annotator file and rebuild the fold. */
   async load(): Promise<void> {
+    this.changes++;
     const all = await this.store.readAll();
     this.folder = new LabelFolder();
     this.events = [];
@@ -82,6 +98,7 @@ export class LabelService {
     const written = await this.store.append(ev);
     this.folder.apply(written);
     this.events.push(written);
+    this.changes++;
     if (undoable) {
       const st = this.undoStacks.get(written.who) ?? [];
       st.push({ ev: written, before });
@@ -137,5 +154,40 @@ export class LabelService {
 
   agreement(opts: { annotators: readonly string[]; labels?: readonly string[]; level?: 'sample' | 'unit'; run?: string }): AgreementReport {
     return agreementReport(this.folder.fold, opts);
+  }
+
+  /** Current labels on one sample (every step, every annotator), as the Sample view lists them. */
+  sampleLabels(run: string, qid: string): Array<{ who: string; label: string; step: number | null; note?: string; at: string }> {
+    const out: Array<{ who: string; label: string; step: number | null; note?: string; at: string }> = [];
+    for (const [key, byWho] of this.folder.fold) {
+      const u = parseUnitKey(key);
+      if (u.run !== run || u.qid !== qid) continue;
+      for (const [who, list] of byWho) for (const c of list) out.push({ who, label: c.label, step: u.step, ...(c.note !== undefined ? { note: c.note } : {}), at: c.at });
+    }
+    return out;
+  }
+
+  /** Rows an export of current labels holds. */
+  currentRows(): number {
+    return currentLabelRows(this.folder.fold).length;
+  }
+
+  /** The label keys for `platform`, with any conflicts or invalid chords named. */
+  async keyConfig(platform: 'mac' | 'other'): Promise<{ taxonomy: Taxonomy['labels']; keymap: Record<string, string[]>; actions: Record<string, string>; problems: string[] }> {
+    const taxonomy = await this.taxonomy();
+    const map = buildKeyMap(taxonomy);
+    const report = validateKeyMap(map, { platform, taxonomy });
+    const keymap: Record<string, string[]> = {};
+    const problems: string[] = [...report.conflicts.map((c) => `'${c.chord}' is bound to ${c.actions.join(', ')}`), ...report.invalid.map((i) => i.message)];
+    for (const [action, chords] of Object.entries(map)) {
+      keymap[action] = chords.flatMap((c) => {
+        try {
+          return [normalizeChord(c, platform)];
+        } catch {
+          return [];
+        }
+      });
+    }
+    return { taxonomy: taxonomy.labels, keymap, actions: { ...ACTION_DESCRIPTIONS }, problems };
   }
 }

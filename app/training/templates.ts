@@ -503,7 +503,39 @@ export const loupeTinyTemplate: JobTemplate<typeof LoupeTinySchema> = {
   },
 };
 
-export const TEMPLATES = [verlToolPixelReasonerTemplate, pixelReasonerRlTemplate, msSwiftVsiTemplate, deepEyesTemplate, loupeTinyTemplate] as const;
+// ───────────── the custom-script job type (ours, not an upstream recipe) ─────────────
+
+/** Synthetic verl console lines: a smoke test of connectors, logs and charts, not training. */
+const SYNTHETIC_VERL_SCRIPT = [
+  '# Synthetic job: prints verl console-format metric lines; it trains nothing.',
+  'echo "synthetic verl-format metrics on $(hostname)"',
+  'for s in $(seq 1 12); do',
+  '  awk -v s=$s \'BEGIN { printf "step:%d - critic/score/mean:np.float64(%.4f) - val/accuracy:%.4f - actor/pg_loss:%.4f - response_length/mean:%.1f - tool/call_rate:%.3f\\n", s, 0.2 + 0.05*s + 0.03*sin(s), 0.3 + 0.03*s, -0.05 + 0.004*s, 300 + 12*s, 0.4 + 0.02*s }\'',
+  '  sleep 0.5',
+  'done',
+  'echo "LOUPE_CHECKPOINT: $PWD/checkpoints/global_step_12"',
+  'echo "done"',
+].join('\n');
+
+const CustomScriptSchema = z.object({
+  /** The bash body to run, exactly as typed. */
+  script: z.string().min(1, 'write the bash script to run').default(SYNTHETIC_VERL_SCRIPT),
+  /** How to read metrics from the log. */
+  metricsFormat: z.enum(['auto', 'verl-console', 'verl-jsonl', 'openrlhf', 'ms-swift']).default('auto'),
+});
+
+const customScriptTemplate: JobTemplate<typeof CustomScriptSchema> = {
+  id: 'custom-script',
+  title: 'Custom bash script',
+  description: 'Runs exactly the script you type. The default prints synthetic verl-format metric lines over ~6 s (a smoke test of connectors, logs and charts; it trains nothing).',
+  source: 'Loupe (your script)',
+  schema: CustomScriptSchema,
+  build(p): TemplateOutput {
+    return { templateId: 'custom-script', script: `${p.script}\n`, env: {}, files: [], services: [], resources: {}, metrics: { format: p.metricsFormat }, notes: [] };
+  },
+};
+
+export const TEMPLATES = [verlToolPixelReasonerTemplate, pixelReasonerRlTemplate, msSwiftVsiTemplate, deepEyesTemplate, loupeTinyTemplate, customScriptTemplate] as const;
 
 export class TemplateParamsError extends Error {
   constructor(

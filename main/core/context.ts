@@ -1,5 +1,8 @@
 import type { EngineState, EventName, EventPayload } from '../../app/contract';
 import type { SecretStore, SecretStoreInfo } from '../../app/connectors/secrets';
+import type { EngineManager } from '../../app/engines/manager';
+import type { ImageOps } from '../../app/tools/imageOps';
+import type { Workspace } from '../../app/workspace';
 
 /** What every domain's handlers get from the composition root. */
 export interface CoreContext {
@@ -12,6 +15,12 @@ export interface CoreContext {
   secrets: SecretStore;
   /** Which secret store is in use, for the UI. */
   secretStore: SecretStoreInfo;
+  /** The workspace's stores (runs, media). */
+  ws: Workspace;
+  /** The one owner of local engines: the Demo, sweeps and serve-model share a loaded model through it. */
+  engines: EngineManager;
+  /** Image operations on a worker thread, never on the thread that serves requests. */
+  imageOps: ImageOps;
   /** Cleanups run (in reverse) when the core is disposed. */
   disposers: Array<() => void | Promise<void>>;
 }

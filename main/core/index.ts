@@ -11,16 +11,29 @@ import { dispatch, type Handlers, type Reply } from '../../app/contract/dispatch
 import { SettingsSchema, events, type EngineState, type EventName, type EventPayload, type Settings } from '../../app/contract';
 import { defaultWorkspaceDir, readSettings as readSettingsFile, writeSettings as writeSettingsFile } from '../../app/workspace';
 import { demoHandlers } from './handlers/demo';
-import { browseHandlers } from './handlers/browse';
+import { modelsHandlers } from './handlers/models';
+import { browseHandlers, labelledIndex } from './handlers/browse';
+import { labelsHandlers } from './handlers/labels';
+import { LabelService } from '../../app/labels';
+import { RunIndexService } from '../../app/sweeps/runIndex';
 import { sweepsHandlers } from './handlers/sweeps';
 import { trainingHandlers } from './handlers/training';
-import { openSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';
+import { openWorkspaceSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';
+import { createTrainingService } from '../../app/training/service';
 import type { CoreContext } from './context';
+import { Workspace } from '../../app/workspace';
+import { ModelService } from '../../app/engines/models';
+import type { EngineManager } from '../../app/engines/manager';
+import { createDemoService } from '../../app/demo/service';
+import { SharpAnimationRenderer, toJpeg } from '../../native/image/animation';
+import { createEngineManager, imageOpsFor } from './wiring';
+import { repoRoot } from './repoRoot';
+import { modelsPath, resourcesRoot } from '../../app/paths';
 
 export interface CoreOptions {
   workspace?: string;
   transport: 'electron' | 'browser';
-  /** Electron's safeStorage, adapted by main/electron/main.ts (the core never imports electron). Absent in browser mode. */
+  /** Electron's safeStorage, which main holds; main/electron/coreHost.ts asks it over the utility process's port (the core never imports electron). Absent in browser mode. */
   safeStorage?: SafeStorageAdapter;
 }
 
@@ -28,6 +41,8 @@ export type EventListener = (event: EventName, payload: unknown) => void;
 
 export interface Core {
   readonly workspace: string;
+  /** The one owner of local engines (so a door can serve a model the app already holds, see serveModel). */
+  readonly engines: EngineManager;
   dispatch(method: unknown, payload: unknown): Promise<Reply>;
   onEvent(listener: EventListener): () => void;
   emit<E extends EventName>(event: E, payload: EventPayload<E>): void;
@@ -44,11 +59,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
 
   let engineState: EngineState = { status: 'idle', model: null, device: null };
   // Secrets: OS keychain through safeStorage when the Electron door gives one that works, else the AES-GCM file.
-  const secretStore = await openSecretStore({
-    dir: path.join(workspace, 'training'),
-    keyFile: path.join(workspace, '.private', 'secret.key'),
-    ...(opts.safeStorage ? { safeStorage: opts.safeStorage } : {}),
-  });
+  const secretStore = await openWorkspaceSecretStore(workspace, opts.safeStorage);
 
   // settings.json is shared with other parts of the core (e.g. the model registry): read the whole
   // object, change only the UI's keys, keep the rest. A broken file is reported, never overwritten.
@@ -63,18 +74,62 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     const checked = events[event].parse(payload);
     bus.emit('event', event, checked);
   };
+  const setEngineState = (next: EngineState): void => {
+    engineState = next;
+    emit('engine:state', next);
+  };
+
+  // The services, built once: every handler below is an adapter over one of them.
+  const ws = new Workspace(workspace);
+  // Engines in child processes (onnxruntime dying must not take the core with it), kept warm while loaded.
+  const engines = await createEngineManager({
+    isolation: 'process',
+    idleMs: 0,
+    onEvent: (e) => {
+      if (e.status === 'loading') setEngineState({ status: 'loading', model: e.label, device: null, ...(e.message ? { message: e.message } : {}) });
+      else if (e.status === 'ready') setEngineState({ status: 'ready', model: e.label, device: e.info?.device ?? null, ...(e.message ? { message: e.message } : {}) });
+      else if (e.status === 'busy') setEngineState({ ...engineState, status: 'busy' });
+      else if (e.status === 'error') setEngineState({ status: 'error', model: e.label, device: null, ...(e.message ? { message: e.message } : {}) });
+      else if (engines.loaded().length === 0) setEngineState({ status: 'idle', model: null, device: null });
+    },
+  });
+  const imageOps = await imageOpsFor(ws.media, 'worker');
+  // The bundled models sit in models/ under the package root in a clone, under resources/ when packaged (app/paths.ts).
+  const models = new ModelService({ registryDir: workspace, packageRoot: resourcesRoot(), engines });
+  const demo = createDemoService({
+    workspace,
+    media: ws.media,
+    runs: ws.runs,
+    models,
+    imageOps,
+    animator: new SharpAnimationRenderer((id) => ws.media.pathOf(id)),
+    toJpeg,
+    examplesDir: modelsPath('loupe-tiny', 'examples'),
+    emit,
+    setEngineState,
+    getEngineState: () => engineState,
+  });
+  const runIndex = new RunIndexService({
+    dir: (id) => ws.runs.runDir(id),
+    readManifest: (id) => ws.runs.readManifest(id),
+    listRunIds: async () => (await ws.runs.listRuns()).map((r) => r.id),
+  });
+  const labels = new LabelService(workspace);
+  const withLabels = labelledIndex(runIndex, labels);
+  const training = createTrainingService({ workspace, secrets: secretStore.store, secretStore: secretStore.info, packageRoot: repoRoot(), emit, watchStore: true });
 
   const ctx: CoreContext = {
     workspace,
     emit,
-    setEngineState(next) {
-      engineState = next;
-      emit('engine:state', next);
-    },
+    setEngineState,
     getEngineState: () => engineState,
     secrets: secretStore.store,
     secretStore: secretStore.info,
-    disposers: [],
+    ws,
+    engines,
+    imageOps,
+    // Disposed in reverse: live demo runs stop first, then the engines and the image worker end.
+    disposers: [() => imageOps.close?.(), () => engines.dispose(), () => models.unload().then(() => undefined), () => demo.dispose(), () => training.dispose()],
   };
 
   const handlers: Handlers = {
@@ -96,14 +151,17 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       return next;
     },
     'engine:state': () => engineState,
-    ...demoHandlers(ctx),
-    ...browseHandlers(ctx),
+    ...demoHandlers(demo),
+    ...modelsHandlers(models),
+    ...browseHandlers(ctx, { runIndex, withLabels }),
+    ...labelsHandlers(labels, withLabels, emit),
     ...sweepsHandlers(ctx),
-    ...trainingHandlers(ctx),
+    ...trainingHandlers(training),
   };
 
   return {
     workspace,
+    engines,
     dispatch: (method, payload) => dispatch(handlers, method, payload),
     onEvent(listener) {
       bus.on('event', listener);

@@ -11,6 +11,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Core } from '../core';
 import type { WireMessage } from '../../app/contract';
 import { checkAccess, newToken, type AccessPolicy } from './security';
+import { MIME } from './mime';
 
 export interface ServerOptions {
   core: Core;
@@ -29,21 +30,6 @@ export interface RunningServer {
   port: number;
   close(): Promise<void>;
 }
-
-const MIME: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.webp': 'image/webp',
-  '.gif': 'image/gif',
-  '.json': 'application/json',
-  '.woff2': 'font/woff2',
-  '.ico': 'image/x-icon',
-};
 
 /** Largest body `POST /upload` accepts. */
 export const UPLOAD_LIMIT = 64 * 1024 * 1024;

@@ -19,14 +19,12 @@ import type { SynthSample } from '../../app/bench/loupe-synth/generate';
 import { getScorer } from '../../app/bench/scorers';
 import type { Box, Trajectory } from '../../app/contract/trajectory';
 import type { EngineDtype, EngineDtypeSpec } from '../../app/engines/types';
-import { LocalEngine } from '../../app/engines/local/localEngine';
 import { DTYPE_SUFFIX, ONNX_PARTS, type OnnxPart } from '../../app/engines/local/modelFolder';
 import { getDialect } from '../../app/protocol';
 import type { PromptId } from '../../app/protocol/types';
 import { predictionOf } from '../../app/sweeps/runner';
 import { Workspace } from '../../app/workspace';
-import { workerThreadTransportFactory } from '../../native/engine/workerThreadTransport';
-import { SharpImageOps } from '../../native/image/sharpImageOps';
+import { createEngineManager, imageOpsFor } from '../../main/core/wiring';
 
 export interface CropScore {
   /** The crop box (pixels of the image it was cut from) fully contains the target box. */
@@ -212,8 +210,10 @@ export async function evaluate(opts: {
     .filter((s) => (kinds === 'all' ? true : kinds === 'video' ? s.isVideo : !s.isVideo))
     .slice(0, opts.limit ?? Infinity);
   const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-tiny-eval-'));
-  const ops = new SharpImageOps((await new Workspace(tmp).init()).media);
-  const engine = await LocalEngine.start({ modelDir: path.resolve(opts.model), transport: workerThreadTransportFactory, dtype: opts.dtype });
+  // The same engine manager and image ops every door uses (a worker thread: one job in this process).
+  const ops = await imageOpsFor((await new Workspace(tmp).init()).media, 'inline');
+  const engines = await createEngineManager({ isolation: 'thread' });
+  const { engine, release } = await engines.acquire({ modelDir: path.resolve(opts.model), ...(opts.dtype ? { dtype: opts.dtype } : {}) });
   const scorer = getScorer('pr.boxed');
   const dialect = getDialect('pixel-reasoner');
   const results: SampleResult[] = [];
@@ -264,7 +264,8 @@ export async function evaluate(opts: {
       opts.log?.(`${s.qid} ${s.category} gold ${s.answer} got ${String(r.extracted)} ${r.correct ? 'OK' : '--'} calls ${calls.length}${frames} crop ${crops.map((c) => (c.contains ? 'in' : 'out')).join(',')} ${ms.toFixed(0)} ms`);
     }
   } finally {
-    await engine.dispose();
+    await release();
+    await engines.dispose();
     await fsp.rm(tmp, { recursive: true, force: true });
   }
   const summary = { ...summarize(results), ...(warmupMs !== undefined ? { warmupMs } : {}) };

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateSynth, type SynthKind } from '../../app/bench/loupe-synth';
 import { prepareData } from '../../models/loupe-tiny/prepare';
+import { sharpSynthRaster } from '../../native/image/synthRaster';
 
 function arg(name: string, dflt?: string): string {
   const i = process.argv.indexOf(name);
@@ -48,7 +49,7 @@ async function one(seed: number): Promise<string> {
   const kinds = arg('--kinds', 'ring-digits,tag-letter').split(',') as SynthKind[];
   const t0 = Date.now();
   const easy = process.argv.includes('--easy-fraction') ? { easyFraction: Number(arg('--easy-fraction')) } : {};
-  await generateSynth({ seed, n: Number(arg('--n', '50')), video: Number(arg('--video', '0')), kinds, ...easy }, synth);
+  await generateSynth({ seed, n: Number(arg('--n', '50')), video: Number(arg('--video', '0')), kinds, ...easy }, synth, sharpSynthRaster);
   const t1 = Date.now();
   if (scenesOnly) return `seed ${seed}: synth ${((t1 - t0) / 1000).toFixed(1)} s`;
   const res = await prepareData({

@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { createCore } from '../../main/core';
 import type { DemoEvent, MediaRef } from '../../app/contract';
 import { buildStoryboard } from '../../app/export';
-import { SharpAnimationRenderer } from '../../main/core/handlers/demoAnimation';
+import { SharpAnimationRenderer } from '../../native/image/animation';
 import { GLASS, GLASS_QUESTION, RECORDED_QID, RECORDED_RUN, writeRecordedRun } from '../e2e/demo.fixture';
 
 export async function bench(): Promise<Array<Record<string, string | number>>> {

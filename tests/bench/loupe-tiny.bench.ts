@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { generateSynth } from '../../app/bench/loupe-synth';
 import { validateModelFolder } from '../../app/engines/local/modelFolder';
 import { evaluate } from '../../models/loupe-tiny/evaluate';
+import { sharpSynthRaster } from '../../native/image/synthRaster';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODEL = path.resolve(HERE, '../../models/loupe-tiny/model');
@@ -21,7 +22,7 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
   const rows: Array<Record<string, string | number>> = [];
   const scenes = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-tiny-bench-'));
   try {
-    await generateSynth({ seed: 9, n: 40, kinds: ['ring-digits', 'tag-letter'] }, scenes);
+    await generateSynth({ seed: 9, n: 40, kinds: ['ring-digits', 'tag-letter'] }, scenes, sharpSynthRaster);
     // the committed model ships q8 only; a local export (train.py --export fp32,q8) adds fp32
     const present = (await validateModelFolder(MODEL)).dtypes;
     for (const dtype of (['q8', 'fp32'] as const).filter((d) => present.includes(d))) {

@@ -8,9 +8,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import { SYNTH_GLOBAL_LONG_SIDE, SYNTH_KINDS, imageSampleRecord, imageScene, renderSceneRaw } from '../../app/bench/loupe-synth';
+import { SYNTH_GLOBAL_LONG_SIDE, SYNTH_KINDS, imageSampleRecord, imageScene } from '../../app/bench/loupe-synth';
 import { importRun } from '../../app/importers';
 import { readTarget, type RawImage } from '../unit/synth/decode';
+import { sharpSynthRaster } from '../../native/image/synthRaster';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -39,7 +40,7 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     for (let i = 0; i < PER_KIND; i++) {
       const t0 = performance.now();
       const scene = imageScene(opts, i);
-      const img = await renderSceneRaw(scene.layout);
+      const img = await sharpSynthRaster.renderSceneRaw(scene.layout);
       ms += performance.now() - t0;
       const rec = imageSampleRecord(opts, i, scene);
       if (readTarget(img, rec) === rec.answer) full++;

@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Box } from '../../contract/trajectory';
 import { Prng, hashSeed } from './prng';
-import { renderScene } from './render';
+import type { SynthRaster } from './render';
 import { SYNTH_KINDS, buildScene, type Scene, type SynthKind } from './scene';
 import { VIDEO_FRAMES, VIDEO_KINDS, buildVideoScene, type VideoKind, type VideoScene } from './video';
 
@@ -189,6 +189,7 @@ export interface GenerateResult {
 export async function generateSynth(
   opts: SynthOptions,
   outDir: string,
+  raster: SynthRaster,
   onProgress?: (done: number, total: number) => void,
 ): Promise<GenerateResult> {
   if (!Number.isInteger(opts.seed) || opts.seed < 0) throw new Error(`loupe-synth: --seed must be a non-negative integer, got ${opts.seed}`);
@@ -204,7 +205,7 @@ export async function generateSynth(
   for (let i = 0; i < opts.n; i++) {
     const scene = imageScene(opts, i);
     const rec = imageSampleRecord(opts, i, scene);
-    await writeFile(join(outDir, rec.image as string), await renderScene(scene.layout, { quality: opts.quality }));
+    await writeFile(join(outDir, rec.image as string), await raster.renderScene(scene.layout, { quality: opts.quality }));
     samples.push(rec);
     onProgress?.(samples.length, total);
   }
@@ -215,7 +216,7 @@ export async function generateSynth(
     const files = rec.frames as string[];
     for (let f = 0; f < scene.frames.length; f++) {
       const layout = { width: scene.width, height: scene.height, svg: scene.frames[f] as string, noiseSeed: scene.noiseSeed + f };
-      await writeFile(join(outDir, files[f] as string), await renderScene(layout, { quality: opts.quality }));
+      await writeFile(join(outDir, files[f] as string), await raster.renderScene(layout, { quality: opts.quality }));
     }
     samples.push(rec);
     onProgress?.(samples.length, total);

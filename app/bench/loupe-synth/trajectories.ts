@@ -7,6 +7,7 @@
  */
 import type { Box } from '../../contract/trajectory';
 import { fromPlainJson, pyJsonDumps } from '../../pycompat/json';
+import type { SynthRaster } from './render';
 import { prCropObservation, prFramesObservation } from '../../protocol/pixelReasoner';
 import { PR_GUIDELINES, prSystemPrompt } from '../../protocol/prompts';
 import { prCropGeometry } from '../../tools/crop';
@@ -311,20 +312,12 @@ export function trajectoryText(t: SftTrajectory): string {
  * source to `sourceSize`, crop `cropBox`, resize to `resized`), and write them as JPEGs into `outDir`.
  * Returns placeholder → written file path.
  */
-export async function writeTrajectoryCrops(benchDir: string, t: SftTrajectory, outDir: string): Promise<Record<string, string>> {
-  const sharp = (await import('sharp')).default;
-  const { mkdir } = await import('node:fs/promises');
+export async function writeTrajectoryCrops(benchDir: string, t: SftTrajectory, outDir: string, raster: SynthRaster): Promise<Record<string, string>> {
   const { join } = await import('node:path');
-  await mkdir(outDir, { recursive: true });
   const written: Record<string, string> = {};
   for (const [k, c] of t.crops.entries()) {
-    const resized = await sharp(join(benchDir, c.source)).resize(c.sourceSize[0], c.sourceSize[1], { fit: 'fill', kernel: 'cubic' }).png().toBuffer();
     const file = join(outDir, `${t.qid}.${t.kind}.crop${k}.jpg`);
-    await sharp(resized)
-      .extract({ left: c.cropBox[0], top: c.cropBox[1], width: c.cropBox[2] - c.cropBox[0], height: c.cropBox[3] - c.cropBox[1] })
-      .resize(c.resized[0], c.resized[1], { fit: 'fill', kernel: 'cubic' })
-      .jpeg({ quality: 92 })
-      .toFile(file);
+    await raster.writeCrop(join(benchDir, c.source), c, file);
     written[c.placeholder] = file;
   }
   return written;

@@ -1,6 +1,6 @@
 /**
- * Demo and Models domain: run a model on a question about pixels and stream its trajectory; open,
- * validate, load and unload local models. Every call here has a handler in main/core/handlers/demo.ts.
+ * Demo domain: run a model on a question about pixels and stream its trajectory, step through its calls, keep
+ * edited branches, export. Handlers: main/core/handlers/demo.ts over app/demo/service.ts (models: domains/models.ts).
  */
 import { z } from 'zod';
 import { Empty } from '../common';
@@ -124,45 +124,6 @@ export const ReplaySourceSchema = z.object({
 });
 export type ReplaySource = z.infer<typeof ReplaySourceSchema>;
 
-/** A model the Models page lists, with what validation found. */
-export const ModelEntrySchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  path: z.string(),
-  /** True for models that ship with Loupe (listed without being added). */
-  bundled: z.boolean(),
-  modelType: z.string().optional(),
-  dtypes: z.array(z.string()),
-  sizeBytes: z.number(),
-  memoryEstimateBytes: z.number().optional(),
-});
-export type ModelEntry = z.infer<typeof ModelEntrySchema>;
-
-export const ModelReportSchema = z.object({
-  ok: z.boolean(),
-  dir: z.string(),
-  /** Problems that stop loading, each naming the file. */
-  errors: z.array(z.string()),
-  warnings: z.array(z.string()),
-  modelType: z.string().optional(),
-  dtypes: z.array(z.string()),
-  sizeBytes: z.number(),
-  dtypeBytes: z.record(z.string(), z.number()),
-  memoryEstimateBytes: z.number().optional(),
-});
-export type ModelReport = z.infer<typeof ModelReportSchema>;
-
-export const LoadedModelSchema = z.object({
-  id: z.string(),
-  requestedDevice: z.string(),
-  /** The device that actually runs it (after any fallback). */
-  device: z.string().nullable(),
-  dtype: z.string().nullable(),
-  fallbackReason: z.string().optional(),
-  loadMs: z.number(),
-});
-export type LoadedModel = z.infer<typeof LoadedModelSchema>;
-
 export const ExportResultSchema = z.object({
   format: z.enum(['html', 'webp', 'gif']),
   /** Absolute path of the written file (under the workspace's `exports/`). */
@@ -222,15 +183,6 @@ export const demoCalls = {
     req: z.object({ runId: z.string().min(1), branch: z.string().optional(), format: z.enum(['html', 'webp', 'gif']) }).strict(),
     res: ExportResultSchema,
   },
-  'models:list': { req: Empty, res: z.object({ models: z.array(ModelEntrySchema), loaded: LoadedModelSchema.nullable() }) },
-  'models:validate': { req: z.object({ path: z.string().min(1) }).strict(), res: ModelReportSchema },
-  'models:add': { req: z.object({ path: z.string().min(1) }).strict(), res: z.object({ model: ModelEntrySchema, report: ModelReportSchema }) },
-  'models:remove': { req: z.object({ id: z.string().min(1) }).strict(), res: z.object({ removed: z.boolean() }) },
-  'models:load': {
-    req: z.object({ id: z.string().min(1), device: z.enum(['cpu', 'cuda', 'webgpu', 'dml', 'coreml']).default('cpu'), dtype: z.enum(['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4']).optional() }).strict(),
-    res: LoadedModelSchema,
-  },
-  'models:unload': { req: Empty, res: z.object({ unloaded: z.boolean() }) },
 } as const;
 
 export const demoEvents = {

@@ -219,7 +219,8 @@ export const trainingCalls = {
     res: TrainingJobSchema,
   },
   /** Every recorded job, newest first; live states refreshed from the backends where reachable. */
-  'training:jobs': { req: Empty, res: z.object({ jobs: z.array(TrainingJobSchema) }) },
+  /** Every job of the workspace; `issues` names lines of jobs.jsonl that were skipped (torn or not a job record). */
+  'training:jobs': { req: Empty, res: z.object({ jobs: z.array(TrainingJobSchema), issues: z.array(z.string()).optional() }) },
   /** Open a job: starts following it when it is not finished; returns what is known so far. */
   'training:open': { req: JobKey, res: JobSnapshotSchema },
   'training:cancel': { req: JobKey, res: TrainingJobSchema },

@@ -63,8 +63,8 @@ function fmtMs(ms: number | null): string {
 
 /** Run the eval; resolves with the process exit code. Exported so tests and `loupe` share one path. */
 export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WriteStream | NodeJS.WritableStream } = process): Promise<number> {
-  const [{ parseModelRef, parseShard, expandPlan }, { runSweep, RunSetupError, loadRunGroup, summarize, formatSummary }, { Workspace, defaultWorkspaceDir }, { cliEngineFactory, cliImageOps }, { isDialectId }] =
-    await Promise.all([import('../../../app/sweeps/plan'), import('../../../app/sweeps/runner'), import('../../../app/workspace'), import('../wiring'), import('../../../app/protocol')]);
+  const [{ parseModelRef, parseShard, expandPlan }, { runSweep, RunSetupError, loadRunGroup, summarize, formatSummary }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { isDialectId }] =
+    await Promise.all([import('../../../app/sweeps/plan'), import('../../../app/sweeps/runner'), import('../../../app/workspace'), import('../../core/wiring'), import('../../../app/protocol')]);
   const err = (s: string) => io.stderr.write(s);
   if (o.prompt !== 'vcot' && o.prompt !== 'notool') throw new Error(`--prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}`);
   if (!isDialectId(o.dialect)) throw new Error(`--dialect ${JSON.stringify(o.dialect)} is unknown: use pixel-reasoner, verl-tool or deepeyes`);
@@ -104,14 +104,14 @@ export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.Wri
   const tty = (io.stderr as NodeJS.WriteStream).isTTY === true && o.progress !== false;
   let lastPct = -1;
   let lastLine = 0;
-  let imageOps: Awaited<ReturnType<typeof cliImageOps>> | null = null;
+  let imageOps: Awaited<ReturnType<typeof imageOpsFor>> | null = null;
   try {
     // the workspace folders are created only once the run can start (engine probed, bench loaded)
-    imageOps = await cliImageOps(ws.media);
+    imageOps = await imageOpsFor(ws.media);
     const outcomes = await runSweep(runs, {
       store: ws.runs,
       imageOps,
-      engines: cliEngineFactory({
+      engines: engineFactory({
         ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
         ...(o.device ? { device: o.device as never } : {}),
         ...(o.dtype ? { dtype: o.dtype as never } : {}),

@@ -67,12 +67,12 @@ export function register(program: Command): void {
     .option('--api-key <k>', 'API key for the server')
     .option('--json', 'print the trajectory as JSON on the last stdout line')
     .action(async (question: string, o: RunCliOptions) => {
-      const [{ parseModelRef }, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { cliEngineFactory, cliImageOps }, { listFrames }] = await Promise.all([
+      const [{ parseModelRef }, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { listFrames }] = await Promise.all([
         import('../../../app/sweeps/plan'),
         import('../../../app/agent'),
         import('../../../app/protocol'),
         import('../../../app/workspace'),
-        import('../wiring'),
+        import('../../core/wiring'),
         import('../../../app/bench/adapters/frames'),
       ]);
       if (o.prompt !== 'vcot' && o.prompt !== 'notool') throw new Error(`--prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}`);
@@ -93,8 +93,8 @@ export function register(program: Command): void {
       }
       const model = parseModelRef(o.model);
       const ws = await new Workspace(o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir()).init();
-      const lease = await cliEngineFactory({ ...(o.device ? { device: o.device as never } : {}), ...(o.dtype ? { dtype: o.dtype as never } : {}), ...(o.threads ? { threads: o.threads } : {}), ...(o.apiKey ? { apiKey: o.apiKey } : {}) })(model);
-      const imageOps = await cliImageOps(ws.media);
+      const lease = await engineFactory({ ...(o.device ? { device: o.device as never } : {}), ...(o.dtype ? { dtype: o.dtype as never } : {}), ...(o.threads ? { threads: o.threads } : {}), ...(o.apiKey ? { apiKey: o.apiKey } : {}) })(model);
+      const imageOps = await imageOpsFor(ws.media);
       const ctrl = new AbortController();
       const onInt = () => ctrl.abort(new Error('SIGINT'));
       process.once('SIGINT', onInt);

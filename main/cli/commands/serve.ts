@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createCore } from '../../core';
 import { startServer } from '../../server';
-import { repoRoot } from '../../core/repoRoot';
+import { rendererDir as builtRendererDir } from '../../../app/paths';
 
 /** Find a system Chromium-family browser to open the app window in. */
 export function findBrowser(): string | null {
@@ -22,7 +22,7 @@ export interface BrowserModeOptions {
 
 /** Start browser mode: core + server; open an app window when a display exists, else print the URL. */
 export async function runBrowserMode(opts: BrowserModeOptions): Promise<void> {
-  const rendererDir = path.join(repoRoot(), 'dist', 'renderer');
+  const rendererDir = builtRendererDir();
   if (!fs.existsSync(path.join(rendererDir, 'index.html'))) {
     throw new Error(`the renderer is not built (${path.relative(process.cwd(), rendererDir) || rendererDir} is missing): run \`npm run build\` first`);
   }

@@ -1,10 +1,9 @@
 /** `loupe serve-model MODEL_DIR` — the local engine as an OpenAI-compatible endpoint on 127.0.0.1. */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { LocalEngine } from '../../../app/engines/local/localEngine';
-import { startOpenAIServer } from '../../../app/engines/serve/openaiServer';
+import { serveModel } from '../../../app/engines/serve/serveModel';
 import type { EngineDevice, EngineDtype } from '../../../app/engines/types';
-import { childProcessTransportFactory } from '../../../native/engine/childProcessTransport';
+import { createEngineManager } from '../../core/wiring';
 
 export function register(program: Command): void {
   program
@@ -20,20 +19,18 @@ export function register(program: Command): void {
     .action(async (dir: string, o: { port: string; host: string; device: string; dtype: string; name?: string; threads?: string }) => {
       const threads = o.threads === undefined ? undefined : Number(o.threads);
       if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) throw new Error(`--threads must be an integer ≥ 1, got ${JSON.stringify(o.threads)}`);
-      const engine = await LocalEngine.start({
-        modelDir: path.resolve(dir),
-        device: o.device as EngineDevice,
-        dtype: o.dtype as EngineDtype,
-        ...(threads ? { threads } : {}),
-        transport: childProcessTransportFactory, // a crash stays in the child
-      });
-      const info = engine.info();
-      const server = await startOpenAIServer({ engine, host: o.host, port: Number(o.port), ...(o.name ? { modelId: o.name } : {}) });
+      const engines = await createEngineManager({ isolation: 'process' }); // a crash stays in the child
+      const served = await serveModel(
+        engines,
+        { modelDir: path.resolve(dir), device: o.device as EngineDevice, dtype: o.dtype as EngineDtype, ...(threads ? { threads } : {}) },
+        { host: o.host, port: Number(o.port), ...(o.name ? { modelId: o.name } : {}) },
+      );
+      const { info, server } = served;
       if (info.fallbackReason) console.error(`warning: ${info.fallbackReason}; running on ${info.device}`);
       console.log(`serving ${info.model} (device ${info.device}, dtype ${JSON.stringify(info.dtype)}, threads ${info.threads === 0 ? 'ORT default' : info.threads}) at ${server.url}`);
       const stop = async () => {
-        await server.close();
-        await engine.dispose();
+        await served.close();
+        await engines.dispose();
         process.exit(0);
       };
       process.once('SIGINT', () => void stop());

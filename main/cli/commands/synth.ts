@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SYNTH_KINDS, generateSynth, synthTrajectories, writeTrajectoryCrops, type SynthKind } from '../../../app/bench/loupe-synth';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 function intArg(name: string) {
   return (v: string): number => {
@@ -43,6 +44,7 @@ export function register(program: Command): void {
       const res = await generateSynth(
         { seed: o.seed, n: o.n, video: o.video, kinds: o.kinds, easyFraction: o.easyFraction },
         out,
+        sharpSynthRaster,
         (done, total) => {
           if (process.stderr.isTTY) process.stderr.write(`\rsynth: ${done}/${total}`);
         },
@@ -58,7 +60,7 @@ export function register(program: Command): void {
         const lines: string[] = [];
         for (const s of res.samples) {
           for (const t of synthTrajectories(s, { mode: o.sftMode })) {
-            const crops = await writeTrajectoryCrops(out, t, path.join(sftDir, 'crops'));
+            const crops = await writeTrajectoryCrops(out, t, path.join(sftDir, 'crops'), sharpSynthRaster);
             const rel = Object.fromEntries(Object.entries(crops).map(([k, f]) => [k, path.relative(out, f)]));
             lines.push(JSON.stringify({ ...t, cropFiles: rel }));
           }

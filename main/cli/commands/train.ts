@@ -1,29 +1,51 @@
 /**
  * `loupe train …` — training jobs from the command line: list/render templates, submit to a connection
  * (local, slurm-ssh, slurmrestd, ray), status/logs/follow/cancel/list, parse metrics, and store secrets.
- * Secrets are read from stdin (never argv) into the encrypted store.
+ * By default it works on the workspace through the same training service as the app: jobs in
+ * `training/jobs.jsonl` (the Training page shows them, and `list` shows the page's), connectors by name from
+ * `training/connectors.json`, and the workspace's one secret store. `--local DIR` / `--connection FILE` talk to a
+ * backend directly instead (nothing is recorded in the workspace). Secrets are read from stdin (never argv).
  */
 import { readFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { createConnector, ConnectorError, EncryptedFileSecretStore, type Connector } from '../../../app/connectors';
+import { createConnector, ConnectorError, EncryptedFileSecretStore, type Connector, type SecretStore } from '../../../app/connectors';
+import { ENCRYPTED_STORE_FILE, openWorkspaceSecretStore, workspaceSecretPaths } from '../../../app/connectors/secrets';
+import { createTrainingService, type TrainingService } from '../../../app/training/service';
+import { defaultWorkspaceDir } from '../../../app/workspace/paths';
+import { repoRoot } from '../../core/repoRoot';
 import { templateToJobSpec } from '../../../app/training/jobSpec';
 import { MetricSeries, MetricStreamParser, type MetricFormat } from '../../../app/training/metrics';
 import { buildTemplate, TEMPLATES } from '../../../app/training/templates';
 
 interface StoreOpts {
-  secrets: string;
-  keyFile: string;
+  workspace?: string;
+  secrets?: string;
+  keyFile?: string;
 }
 interface ConnOpts extends StoreOpts {
   connection?: string;
   local?: string;
+  connector?: string;
 }
 
-function store(o: StoreOpts): EncryptedFileSecretStore {
-  return new EncryptedFileSecretStore({ file: path.resolve(o.secrets), keyFile: path.resolve(o.keyFile) });
+const workspaceOf = (o: StoreOpts): string => path.resolve(o.workspace ?? defaultWorkspaceDir());
+
+/** The workspace's secret store (the one the Training page writes), or the files named by --secrets/--key-file. */
+async function store(o: StoreOpts): Promise<SecretStore> {
+  if (!o.secrets && !o.keyFile) return (await openWorkspaceSecretStore(workspaceOf(o))).store;
+  const p = workspaceSecretPaths(workspaceOf(o));
+  return new EncryptedFileSecretStore({ file: path.resolve(o.secrets ?? path.join(p.dir, ENCRYPTED_STORE_FILE)), keyFile: path.resolve(o.keyFile ?? p.keyFile) });
 }
+
+/** The training service on the workspace, as the app's core builds it (without live events). */
+async function service(o: StoreOpts): Promise<TrainingService> {
+  const ws = workspaceOf(o);
+  const { store: secrets, info } = await openWorkspaceSecretStore(ws);
+  return createTrainingService({ workspace: ws, secrets: o.secrets || o.keyFile ? await store(o) : secrets, secretStore: info, packageRoot: repoRoot() });
+}
+
+const direct = (o: ConnOpts): boolean => Boolean(o.local || o.connection);
 
 function readJson(file: string, what: string): unknown {
   let text: string;
@@ -40,9 +62,9 @@ function readJson(file: string, what: string): unknown {
 }
 
 async function connector(o: ConnOpts): Promise<Connector> {
-  if (o.local) return createConnector({ kind: 'local', name: 'local', root: path.resolve(o.local) }, store(o));
+  if (o.local) return createConnector({ kind: 'local', name: 'local', root: path.resolve(o.local) }, await store(o));
   if (!o.connection) throw new Error('give --connection <file.json> (see app/connectors/index.ts ConnectionConfigSchema) or --local <jobs-dir>');
-  return createConnector(readJson(o.connection, '--connection'), store(o), process.env.LOUPE_DEBUG ? (l) => process.stderr.write(`${l}\n`) : undefined);
+  return createConnector(readJson(o.connection, '--connection'), await store(o), process.env.LOUPE_DEBUG ? (l) => process.stderr.write(`${l}\n`) : undefined);
 }
 
 /** `--set a.b=1 --set c=true` → nested object (values parsed as JSON when they parse). */
@@ -84,19 +106,32 @@ function fail(e: unknown): void {
 
 function withStore(c: Command): Command {
   return c
-    .option('--secrets <file>', 'encrypted secret store', path.join('.workspace', 'secrets.enc.json'))
-    .option('--key-file <file>', 'machine-local key file (created 0600)', path.join(os.homedir(), '.config', 'loupe', 'secret.key'));
+    .option('--workspace <dir>', 'workspace (default: the app\'s)')
+    .option('--secrets <file>', 'another encrypted secret store file (default: the workspace\'s, shared with the app)')
+    .option('--key-file <file>', 'its machine-local key file (created 0600)');
 }
 function withConn(c: Command): Command {
-  return withStore(c).option('--connection <file>', 'connection settings JSON').option('--local <dir>', 'use the local connector with this jobs folder');
+  return withStore(c)
+    .option('--connector <name>', 'a connector of the workspace: local, or one saved on the Training page', 'local')
+    .option('--connection <file>', 'connection settings JSON (direct; not recorded in the workspace)')
+    .option('--local <dir>', 'the local connector with this jobs folder (direct; not recorded in the workspace)');
 }
 
-async function followPrint(c: Connector, id: string, format: MetricFormat | undefined): Promise<number> {
+/** The connector and backend id for a job named by key or id (workspace), or the direct connector. */
+async function target(o: ConnOpts, id: string): Promise<{ c: Connector; id: string; svc?: TrainingService; key?: string }> {
+  if (direct(o)) return { c: await connector(o), id };
+  const svc = await service(o);
+  const job = await svc.find(id);
+  if (!job) throw new Error(`no job ${JSON.stringify(id)} in ${workspaceOf(o)} (see \`loupe train list\`); for a job submitted elsewhere give --local or --connection`);
+  return { c: await svc.connector(job.connector), id: job.id, svc, key: job.key };
+}
+
+async function followPrint(c: Connector, id: string, format: MetricFormat | undefined, mask: (text: string) => string = (t) => t): Promise<number> {
   const parser = format ? new MetricStreamParser(format) : null;
   const series = new MetricSeries();
   const res = await c.follow(id, {
     onText: (t) => {
-      process.stdout.write(t);
+      process.stdout.write(mask(t));
       if (parser) series.addAll(parser.push(t));
     },
     onStatus: (s) => process.stderr.write(`[${id}] ${s.state} (${s.rawState})${s.message ? `: ${s.message}` : ''}\n`),
@@ -155,28 +190,57 @@ export function register(program: Command): void {
       .option('--set <key=value>', 'override one parameter (repeatable)', collect, [] as string[])
       .option('--name <name>', 'job name')
       .option('--cwd <dir>', 'working directory on the executing machine')
+      .option('--secret-env <ENV=name>', 'give the job environment variable ENV from the workspace secret <name> (repeatable)', collect, [] as string[])
       .option('--follow', 'follow the log until the job ends'),
-  ).action(async (id: string, o: ConnOpts & { params?: string; set: string[]; name?: string; cwd?: string; follow?: boolean }) => {
+  ).action(async (id: string, o: ConnOpts & { params?: string; set: string[]; name?: string; cwd?: string; follow?: boolean; secretEnv: string[] }) => {
     try {
       const out = buildTemplate(id, params(o));
-      const c = await connector(o);
-      const spec = templateToJobSpec(out, { name: o.name ?? out.templateId, kind: c.kind, ...(o.cwd ? { cwd: o.cwd } : {}) });
-      const r = await c.submit(spec);
-      process.stdout.write(`${r.id}\n`);
-      for (const n of out.notes) process.stderr.write(`note: ${n}\n`);
-      const code = o.follow ? await followPrint(c, r.id, out.metrics.format) : 0;
-      await c.close();
-      process.exitCode = code;
+      if (direct(o)) {
+        const c = await connector(o);
+        const spec = templateToJobSpec(out, { name: o.name ?? out.templateId, kind: c.kind, ...(o.cwd ? { cwd: o.cwd } : {}) });
+        const r = await c.submit(spec);
+        process.stdout.write(`${r.id}\n`);
+        for (const n of out.notes) process.stderr.write(`note: ${n}\n`);
+        const code = o.follow ? await followPrint(c, r.id, out.metrics.format) : 0;
+        await c.close();
+        process.exitCode = code;
+        return;
+      }
+      // Through the training service: recorded in the workspace's jobs.jsonl, so the Training page shows it.
+      const svc = await service(o);
+      try {
+        const secretEnv = Object.fromEntries(
+          o.secretEnv.map((kv) => {
+            const i = kv.indexOf('=');
+            if (i <= 0 || i === kv.length - 1) throw new Error(`--secret-env ${JSON.stringify(kv)}: expected ENV=secret-name`);
+            return [kv.slice(0, i), kv.slice(i + 1)];
+          }),
+        );
+        const job = await svc.submit({ templateId: id, params: params(o), connector: o.connector ?? 'local', ...(o.name ? { name: o.name } : {}), ...(o.cwd ? { cwd: o.cwd } : {}), ...(o.secretEnv.length ? { secretEnv } : {}) });
+        process.stdout.write(`${job.id}\n`);
+        process.stderr.write(`recorded as ${job.key} in ${workspaceOf(o)}\n`);
+        for (const n of out.notes) process.stderr.write(`note: ${n}\n`);
+        let code = 0;
+        if (o.follow) {
+          // The log as the Training page shows it: secret values masked.
+          code = await followPrint(await svc.connector(job.connector), job.id, out.metrics.format, await svc.secretMask(job));
+          await svc.refresh(job.key);
+        }
+        process.exitCode = code;
+      } finally {
+        await svc.dispose();
+      }
     } catch (e) {
       return fail(e);
     }
   });
 
-  withConn(train.command('status <id>').description('job state')).action(async (id: string, o: ConnOpts) => {
+  withConn(train.command('status <id>').description('job state (id or workspace key)')).action(async (id: string, o: ConnOpts) => {
     try {
-      const c = await connector(o);
-      process.stdout.write(`${JSON.stringify(await c.status(id), null, 2)}\n`);
-      await c.close();
+      const t = await target(o, id);
+      process.stdout.write(`${JSON.stringify(await t.c.status(t.id), null, 2)}\n`);
+      if (t.svc && t.key) await t.svc.refresh(t.key);
+      await (t.svc ? t.svc.dispose() : t.c.close());
     } catch (e) {
       return fail(e);
     }
@@ -191,10 +255,10 @@ export function register(program: Command): void {
       .option('--metrics <format>', 'also parse metrics: auto|verl-console|verl-jsonl|openrlhf|ms-swift'),
   ).action(async (id: string, o: ConnOpts & { offset: string; follow?: boolean; metrics?: MetricFormat }) => {
     try {
-      const c = await connector(o);
-      if (o.follow) process.exitCode = await followPrint(c, id, o.metrics);
-      else process.stdout.write((await c.logs(id, Number(o.offset))).data);
-      await c.close();
+      const t = await target(o, id);
+      if (o.follow) process.exitCode = await followPrint(t.c, t.id, o.metrics);
+      else process.stdout.write((await t.c.logs(t.id, Number(o.offset))).data);
+      await (t.svc ? t.svc.dispose() : t.c.close());
     } catch (e) {
       return fail(e);
     }
@@ -202,17 +266,33 @@ export function register(program: Command): void {
 
   withConn(train.command('cancel <id>').description('cancel a job')).action(async (id: string, o: ConnOpts) => {
     try {
-      const c = await connector(o);
-      await c.cancel(id);
+      const t = await target(o, id);
+      await t.c.cancel(t.id);
       process.stdout.write(`cancel requested for ${id}\n`);
-      await c.close();
+      if (t.svc && t.key) await t.svc.refresh(t.key);
+      await (t.svc ? t.svc.dispose() : t.c.close());
     } catch (e) {
       return fail(e);
     }
   });
 
-  withConn(train.command('list').description('jobs the backend knows')).action(async (o: ConnOpts) => {
+  withConn(train.command('list').description('the workspace\'s jobs (those the Training page shows), or with --local/--connection the jobs the backend knows')).action(async (o: ConnOpts) => {
     try {
+      if (!direct(o)) {
+        const svc = await service(o);
+        try {
+          const jobs = await svc.store.list();
+          for (const i of svc.store.issues()) process.stderr.write(`warning: ${i}\n`);
+          for (const j of jobs) {
+            // States move while no app follows the job: ask the backend for the unfinished ones.
+            const now = await svc.refresh(j.key).catch(() => j);
+            process.stdout.write(`${now.key}\t${now.state}\t${now.rawState}\t${now.name}\t${now.templateId}\t${now.submittedAt}\n`);
+          }
+        } finally {
+          await svc.dispose();
+        }
+        return;
+      }
       const c = await connector(o);
       for (const j of await c.list()) process.stdout.write(`${j.id}\t${j.state}\t${j.rawState}\t${j.name ?? ''}\n`);
       await c.close();
@@ -250,7 +330,7 @@ export function register(program: Command): void {
       for await (const c of process.stdin) chunks.push(c as Buffer);
       const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
       if (!value) throw new Error('stdin was empty; pipe the secret in, e.g. `loupe train secret set ssh/cluster < ~/.ssh/id_ed25519`');
-      await store(o).set(name, value);
+      await (await store(o)).set(name, value);
       process.stdout.write(`stored ${name}\n`);
     } catch (e) {
       return fail(e);
@@ -258,14 +338,14 @@ export function register(program: Command): void {
   });
   withStore(secret.command('list').description('secret names (never values)')).action(async (o: StoreOpts) => {
     try {
-      for (const n of await store(o).list()) process.stdout.write(`${n}\n`);
+      for (const n of await (await store(o)).list()) process.stdout.write(`${n}\n`);
     } catch (e) {
       return fail(e);
     }
   });
   withStore(secret.command('delete <name>')).action(async (name: string, o: StoreOpts) => {
     try {
-      process.stdout.write((await store(o).delete(name)) ? `deleted ${name}\n` : `no secret ${name}\n`);
+      process.stdout.write((await (await store(o)).delete(name)) ? `deleted ${name}\n` : `no secret ${name}\n`);
     } catch (e) {
       return fail(e);
     }

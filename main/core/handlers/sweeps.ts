@@ -3,8 +3,7 @@ import type { DomainHandlers } from '../../../app/contract/dispatch';
 import type { SweepProgress, sweepsCalls } from '../../../app/contract';
 import { expandPlan, parseModelRef } from '../../../app/sweeps/plan';
 import { runSweep, RunSetupError } from '../../../app/sweeps/runner';
-import { Workspace } from '../../../app/workspace';
-import { cliEngineFactory, cliImageOps } from '../../cli/wiring';
+import { engineFactory } from '../wiring';
 import type { CoreContext } from '../context';
 
 /**
@@ -12,7 +11,7 @@ import type { CoreContext } from '../context';
  * run files are identical and a sweep started here resumes with `loupe eval --run NAME` and back.
  */
 export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCalls> {
-  const ws = new Workspace(ctx.workspace);
+  const ws = ctx.ws;
   const active = new Map<string, { progress: SweepProgress; ctrl: AbortController }>();
   const emit = (p: SweepProgress) => ctx.emit('sweeps:progress', p);
   ctx.disposers.push(() => {
@@ -34,7 +33,6 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
         active.set(r.id, { progress, ctrl });
         emit(progress);
       }
-      const imageOps = await cliImageOps(ws.media);
       const update = (runId: string, patch: Partial<SweepProgress>) => {
         const a = active.get(runId);
         if (!a) return;
@@ -44,8 +42,9 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
       // The sweep runs in the background; its progress and outcome arrive as events.
       void runSweep(runs, {
         store: ws.runs,
-        imageOps,
-        engines: cliEngineFactory({ isolation: 'process', ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
+        imageOps: ctx.imageOps,
+        // Local models come from the core's engine manager: a model the Demo holds is shared, not loaded again.
+        engines: engineFactory({ manager: ctx.engines, ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
         signal: ctrl.signal,
         onEvent: (e) => {
           if (e.type === 'run-start') update(e.runId, { state: 'running', done: e.done, total: e.total });
@@ -62,8 +61,7 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
         .catch((err: unknown) => {
           const message = err instanceof RunSetupError || err instanceof Error ? err.message : String(err);
           for (const r of runs) update(r.id, { state: 'error', error: message });
-        })
-        .finally(() => void imageOps.close?.());
+        });
       return { runIds: runs.map((r) => r.id) };
     },
     'sweeps:cancel': ({ runId }) => {

@@ -26,6 +26,7 @@ import { Workspace } from '../../../app/workspace';
 import { workerThreadTransportFactory } from '../../../native/engine/workerThreadTransport';
 import { SharpImageOps } from '../../../native/image/sharpImageOps';
 import { evaluate, scoreCrop, targetInModelFrame, videoScores } from '../../../models/loupe-tiny/evaluate';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODEL = path.resolve(HERE, '../../../models/loupe-tiny/model');
@@ -101,7 +102,7 @@ describe('loupe-tiny zooms before it answers (greedy, q8, CPU)', () => {
 describe('loupe-tiny crops the target on held-out scenes generated here (greedy, q8, CPU)', () => {
   it('first crop contains the target on at least 10 of 12 seed-9 scenes', async () => {
     const dir = path.join(tmp, 'seed9');
-    const { samples: fresh } = await generateSynth({ seed: 9, n: 14, kinds: ['ring-digits', 'tag-letter'] }, dir);
+    const { samples: fresh } = await generateSynth({ seed: 9, n: 14, kinds: ['ring-digits', 'tag-letter'] }, dir, sharpSynthRaster);
     // the three committed examples are among the first 40 of seed 9: take 12 others
     const picked = fresh.filter((s) => !samples.some((e) => e.qid === s.qid)).slice(0, 12);
     expect(picked.length).toBe(12);
@@ -118,7 +119,7 @@ describe('loupe-tiny crops the target on held-out scenes generated here (greedy,
 describe('loupe-tiny reads the zoomed tag and ring on held-out scenes generated here (greedy, q8, CPU)', () => {
   it('answers at least 10 of the first 12 seed-9 tags and 6 of the first 12 rings right (chance: 1 in 23; a 2-4 digit number)', async () => {
     const dir = path.join(tmp, 'seed9-read');
-    const { samples: fresh } = await generateSynth({ seed: 9, n: 24, kinds: ['ring-digits', 'tag-letter'] }, dir);
+    const { samples: fresh } = await generateSynth({ seed: 9, n: 24, kinds: ['ring-digits', 'tag-letter'] }, dir, sharpSynthRaster);
     const right: Record<string, string[]> = { 'tag-letter': [], 'ring-digits': [] };
     for (const kind of ['tag-letter', 'ring-digits'] as const) {
       const some = fresh.filter((s) => s.category === kind);
@@ -151,7 +152,7 @@ describe('loupe-tiny evaluation of video samples', () => {
   let s: SynthSample | undefined;
   beforeAll(async () => {
     dir = path.join(tmp, 'video1');
-    [s] = (await generateSynth({ seed: 9, n: 0, video: 1 }, dir)).samples;
+    [s] = (await generateSynth({ seed: 9, n: 0, video: 1 }, dir, sharpSynthRaster)).samples;
   });
 
   it('resolves select_frames picks and crops on frames to frame numbers and scores them on that frame', () => {

@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSynth } from '../../../app/bench/loupe-synth';
 import { prepareData } from '../../../models/loupe-tiny/prepare';
 import { requirePython } from './python';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const TOK = 'models/tiny-random-qwen25vl';
@@ -31,7 +32,7 @@ const PREP = path.join(tmp, 'prep');
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 beforeAll(async () => {
-  await generateSynth({ seed: 23, n: 6, video: 2, kinds: ['ring-digits', 'tag-letter'] }, SYNTH);
+  await generateSynth({ seed: 23, n: 6, video: 2, kinds: ['ring-digits', 'tag-letter'] }, SYNTH, sharpSynthRaster);
   await prepareData({ dirs: [SYNTH], outDir: PREP, tokDir: path.join(ROOT, TOK), notoolFraction: 0, log: () => undefined });
 }, 240_000);
 

@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSynth } from '../../../app/bench/loupe-synth';
 import { requirePython } from './python';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-train-aux-'));
@@ -28,7 +29,7 @@ const VIDEOS = path.join(tmp, 'videos');
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 beforeAll(async () => {
-  await generateSynth({ seed: 9, n: 0, video: 2, kinds: ['ring-digits', 'tag-letter'] }, VIDEOS);
+  await generateSynth({ seed: 9, n: 0, video: 2, kinds: ['ring-digits', 'tag-letter'] }, VIDEOS, sharpSynthRaster);
 }, 120_000);
 
 describe('train.py auxiliary losses', () => {

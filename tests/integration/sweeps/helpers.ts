@@ -4,6 +4,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateSynth, synthTrajectories, type SynthSample } from '../../../app/bench/loupe-synth';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const TINY_MODEL = path.join(REPO, 'models', 'tiny-random-qwen25vl');
@@ -19,7 +20,7 @@ export const CLI_CHILD = path.join(REPO, 'tests', 'integration', 'sweeps', 'cliC
  */
 export async function makeSynth(dir: string, n: number, seed = 11): Promise<{ data: string; replay: string; samples: SynthSample[] }> {
   const data = path.join(dir, 'synth');
-  const { samples } = await generateSynth({ seed, n, easyFraction: 0 }, data);
+  const { samples } = await generateSynth({ seed, n, easyFraction: 0 }, data, sharpSynthRaster);
   const lines: string[] = [];
   samples.forEach((s, i) => {
     const all = synthTrajectories(s);

@@ -11,6 +11,7 @@ import { adapters, BenchDataError, getAdapter } from '../../../app/bench/adapter
 import { readTsv } from '../../../app/bench/adapters/io';
 import { parseLetteredOptions, seededPermutation } from '../../../app/bench/adapters/options';
 import { getScorer } from '../../../app/bench/scorers';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 const FIX = path.resolve(__dirname, '../../fixtures/benchmarks');
 const tmpRoot = mkdtempSync(path.join(tmpdir(), 'loupe-bench-'));
@@ -362,7 +363,7 @@ describe('Loupe benchmark folder (loupe-synth)', () => {
   it('reads what the loupe-synth generator writes', async () => {
     const { generateSynth } = await import('../../../app/bench/loupe-synth');
     const dir = path.join(tmpRoot, 'synth-gen');
-    const gen = await generateSynth({ seed: 11, n: 2 }, dir);
+    const gen = await generateSynth({ seed: 11, n: 2 }, dir, sharpSynthRaster);
     const { samples } = await getAdapter('loupe-synth').load(dir);
     expectWellFormed(samples);
     expect(samples.map((s) => s.qid)).toEqual(gen.samples.map((s) => s.qid));

@@ -3,7 +3,8 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generateSynth, imageSampleRecord, imageScene, renderScene, videoScene } from '../../../app/bench/loupe-synth';
+import { generateSynth, imageSampleRecord, imageScene, videoScene } from '../../../app/bench/loupe-synth';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 async function listFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
@@ -30,8 +31,8 @@ describe('loupe-synth determinism', () => {
     const a = await fresh();
     const b = await fresh();
     const opts = { seed: 42, n: 3 };
-    await generateSynth(opts, a);
-    await generateSynth(opts, b);
+    await generateSynth(opts, a, sharpSynthRaster);
+    await generateSynth(opts, b, sharpSynthRaster);
     const fa = (await listFiles(a)).map((f) => relative(a, f));
     const fb = (await listFiles(b)).map((f) => relative(b, f));
     expect(fa).toEqual(fb);
@@ -46,7 +47,7 @@ describe('loupe-synth determinism', () => {
     const f = (v1.target.frames[0] as number) - 1;
     for (const k of [f, (f + 5) % 16]) {
       const layout = { width: v1.width, height: v1.height, svg: v1.frames[k] as string, noiseSeed: v1.noiseSeed + k };
-      expect(Buffer.compare(await renderScene(layout), await renderScene({ ...layout }))).toBe(0);
+      expect(Buffer.compare(await sharpSynthRaster.renderScene(layout), await sharpSynthRaster.renderScene({ ...layout }))).toBe(0);
     }
   });
 
@@ -63,13 +64,13 @@ describe('loupe-synth determinism', () => {
     const s1 = imageScene({ seed: 1, n: 1 }, 0);
     const s2 = imageScene({ seed: 2, n: 1 }, 0);
     expect(s1.layout.svg).not.toBe(s2.layout.svg);
-    expect(Buffer.compare(await renderScene(s1.layout), await renderScene(s2.layout))).not.toBe(0);
+    expect(Buffer.compare(await sharpSynthRaster.renderScene(s1.layout), await sharpSynthRaster.renderScene(s2.layout))).not.toBe(0);
   });
 
   it('rejects bad options with a clear message', async () => {
     const d = await fresh();
-    await expect(generateSynth({ seed: -1, n: 1 }, d)).rejects.toThrow(/--seed must be a non-negative integer/);
-    await expect(generateSynth({ seed: 1, n: 1.5 }, d)).rejects.toThrow(/--n must be/);
-    await expect(generateSynth({ seed: 1, n: 1, kinds: ['nope' as never] }, d)).rejects.toThrow(/unknown kind "nope"/);
+    await expect(generateSynth({ seed: -1, n: 1 }, d, sharpSynthRaster)).rejects.toThrow(/--seed must be a non-negative integer/);
+    await expect(generateSynth({ seed: 1, n: 1.5 }, d, sharpSynthRaster)).rejects.toThrow(/--n must be/);
+    await expect(generateSynth({ seed: 1, n: 1, kinds: ['nope' as never] }, d, sharpSynthRaster)).rejects.toThrow(/unknown kind "nope"/);
   });
 });

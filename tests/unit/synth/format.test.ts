@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SYNTH_VERSION, generateSynth, videoSampleRecord, videoScene } from '../../../app/bench/loupe-synth';
 import { LoupeSampleSchema } from '../../../app/bench/adapters/loupeFormat';
 import { loupeSynthAdapter } from '../../../app/bench/adapters/loupeSynth';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 let dir = '';
 afterAll(async () => {
@@ -15,7 +16,7 @@ afterAll(async () => {
 describe('loupe-synth output format', () => {
   it('is read by the loupe-synth adapter with media, options, answers and extras', { timeout: 240_000 }, async () => {
     dir = await mkdtemp(join(tmpdir(), 'loupe-synth-fmt-'));
-    const gen = await generateSynth({ seed: 4, n: 4 }, dir);
+    const gen = await generateSynth({ seed: 4, n: 4 }, dir, sharpSynthRaster);
     const { samples, info } = await loupeSynthAdapter.load(dir);
     expect(info.format).toBe(`loupe-bench@${SYNTH_VERSION}`);
     expect(samples.map((s) => s.qid)).toEqual(gen.samples.map((s) => s.qid));

@@ -9,17 +9,17 @@ import {
   SYNTH_GLOBAL_LONG_SIDE,
   imageSampleRecord,
   imageScene,
-  renderSceneRaw,
   type SynthOptions,
 } from '../../../app/bench/loupe-synth';
 import { components, countInOut, isBlue, isGreen, isRed, isYellow, readTarget, type RawImage } from './decode';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 const opts: SynthOptions = { seed: 11, n: 12, easyFraction: 0 };
 
 async function rendered(i: number) {
   const scene = imageScene(opts, i);
   const rec = imageSampleRecord(opts, i, scene);
-  const img: RawImage = await renderSceneRaw(scene.layout);
+  const img: RawImage = await sharpSynthRaster.renderSceneRaw(scene.layout);
   return { scene, rec, img };
 }
 

@@ -33,6 +33,7 @@ import { lastBoxed, prIsToolTurn, prPlanTurn } from '../../../app/protocol/pixel
 import { resizeWithPreset } from '../../../app/tools/smartResize';
 import type { PrImageList } from '../../../app/tools/selection';
 import { countInOut, isRed, type RawImage } from './decode';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 let dir = '';
 let res: GenerateResult;
@@ -45,7 +46,7 @@ const records: SynthSample[] = [
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'loupe-synth-sft-'));
   // Pixels only for the crop-writing test: two ring samples.
-  res = await generateSynth({ seed: 17, n: 2, kinds: ['ring-digits'], easyFraction: 0 }, dir);
+  res = await generateSynth({ seed: 17, n: 2, kinds: ['ring-digits'], easyFraction: 0 }, dir, sharpSynthRaster);
 }, 240_000);
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -214,13 +215,13 @@ describe('loupe-synth SFT trajectories', () => {
     expect(ring.length).toBeGreaterThan(0);
     for (const s of ring) {
       const [zoom, recover] = synthTrajectories(s);
-      const files = await writeTrajectoryCrops(dir, zoom as SftTrajectory, join(dir, 'crops'));
+      const files = await writeTrajectoryCrops(dir, zoom as SftTrajectory, join(dir, 'crops'), sharpSynthRaster);
       const { data, info } = await sharp(files['crop:0'] as string).removeAlpha().raw().toBuffer({ resolveWithObject: true });
       expect([info.width, info.height]).toEqual(zoom?.crops[0]?.resized);
       const img: RawImage = { data, width: info.width, height: info.height };
       expect(countInOut(img, [0, 0, info.width, info.height], isRed).inside).toBeGreaterThan(20);
       // The poor crop of the recovery does not show the ring.
-      const rf = await writeTrajectoryCrops(dir, recover as SftTrajectory, join(dir, 'crops'));
+      const rf = await writeTrajectoryCrops(dir, recover as SftTrajectory, join(dir, 'crops'), sharpSynthRaster);
       const poor = await sharp(rf['crop:0'] as string).removeAlpha().raw().toBuffer({ resolveWithObject: true });
       expect(countInOut({ data: poor.data, width: poor.info.width, height: poor.info.height }, [0, 0, poor.info.width, poor.info.height], isRed).inside).toBe(0);
     }

@@ -4,15 +4,16 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TARGET_COLORS, VIDEO_FRAMES, generateSynth, renderSceneRaw, videoScene, type GenerateResult } from '../../../app/bench/loupe-synth';
+import { TARGET_COLORS, VIDEO_FRAMES, generateSynth, videoScene, type GenerateResult } from '../../../app/bench/loupe-synth';
 import { countInOut, isBlue, isGreen, isRed, readTarget, type Pred, type RawImage } from './decode';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 let dir = '';
 let res: GenerateResult;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'loupe-synth-video-'));
   // One video sample on disk (ring-digits, the first video kind).
-  res = await generateSynth({ seed: 21, n: 0, video: 1 }, dir);
+  res = await generateSynth({ seed: 21, n: 0, video: 1 }, dir, sharpSynthRaster);
 }, 240_000);
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -60,8 +61,8 @@ describe('loupe-synth video', () => {
       // Pixels: the target frame shows it, a frame without it does not.
       const tf = (v.target.frames[0] as number) - 1;
       const other = [...Array(VIDEO_FRAMES).keys()].find((k) => !v.target.frames.includes(k + 1)) as number;
-      const on = await renderSceneRaw({ width: v.width, height: v.height, svg: v.frames[tf] as string, noiseSeed: v.noiseSeed + tf });
-      const off = await renderSceneRaw({ width: v.width, height: v.height, svg: v.frames[other] as string, noiseSeed: v.noiseSeed + other });
+      const on = await sharpSynthRaster.renderSceneRaw({ width: v.width, height: v.height, svg: v.frames[tf] as string, noiseSeed: v.noiseSeed + tf });
+      const off = await sharpSynthRaster.renderSceneRaw({ width: v.width, height: v.height, svg: v.frames[other] as string, noiseSeed: v.noiseSeed + other });
       expect(countInOut(on, v.target.box, pred).inside).toBeGreaterThan(20);
       const offCount = countInOut(off, v.target.box, pred);
       expect(offCount.inside + offCount.outside).toBe(0);

@@ -1,6 +1,6 @@
 /**
- * Composition for the headless commands: engines (local worker, OpenAI-compatible, replay) and image ops
- * (sharp) wired into the core's sweep runner. app/ never imports native/; this file is where they meet.
+ * Composition of engines (local worker, OpenAI-compatible, replay) and image ops (sharp) for the sweep runner,
+ * used by the core and by every CLI command: app/ never imports native/; this file is where they meet.
  */
 import type { EngineDevice, EngineDtype } from '../../app/engines/types';
 import type { EngineFactory, EngineLease } from '../../app/sweeps/runner';
@@ -8,6 +8,7 @@ import { loadReplay, replayEngine } from '../../app/sweeps/runner/replay';
 import { hashFiles, hashModelFolder, type ModelSpec } from '../../app/sweeps/plan';
 import type { ImageOps } from '../../app/tools/imageOps';
 import type { MediaStore } from '../../app/workspace/mediaStore';
+import { EngineManager, type EngineManagerOptions } from '../../app/engines/manager';
 import path from 'node:path';
 
 export interface EngineWiringOptions {
@@ -24,6 +25,26 @@ export interface EngineWiringOptions {
   replayDelayMs?: number;
   /** Where a local engine runs: a worker thread (default, CLI) or a child process (the app's core). */
   isolation?: 'thread' | 'process';
+  /** The process's engine manager: local models already loaded there are shared, not loaded again (the app's core). */
+  manager?: EngineManager;
+}
+
+/**
+ * An engine manager for a process. A CLI process does one job, so a worker thread is enough; the app's core asks for
+ * a crash boundary, because onnxruntime dying inside a thread can take its host process with it: a child process,
+ * or, inside Electron's utilityProcess (itself the boundary), a worker thread (native/engine/isolatedTransport.ts).
+ */
+export async function createEngineManager(o: { isolation?: 'thread' | 'process'; maxConcurrent?: number; idleMs?: number; onEvent?: EngineManagerOptions['onEvent'] } = {}): Promise<EngineManager> {
+  const transport =
+    o.isolation === 'process'
+      ? (await import('../../native/engine/isolatedTransport')).isolatedTransportFactory
+      : (await import('../../native/engine/workerThreadTransport')).workerThreadTransportFactory;
+  return new EngineManager({
+    transport,
+    ...(o.maxConcurrent !== undefined ? { maxConcurrent: o.maxConcurrent } : {}),
+    ...(o.idleMs !== undefined ? { idleMs: o.idleMs } : {}),
+    ...(o.onEvent ? { onEvent: o.onEvent } : {}),
+  });
 }
 
 /** Ask an OpenAI-compatible server for its models; a clear error when it is not there. */
@@ -49,22 +70,19 @@ export async function probeOpenAI(url: string, apiKey?: string, timeoutMs = 5000
   return Array.isArray(data) ? data.map((d) => String(d.id)) : [];
 }
 
-/** Engines for the CLI. Local models load the worker once per model; OpenAI URLs are probed before any run starts. */
-export function cliEngineFactory(o: EngineWiringOptions = {}): EngineFactory {
+/**
+ * Engines for the sweep runner and `loupe run`. Local models come from the engine manager (the one given, or one of
+ * this factory's own, which ends its engines as their leases end); OpenAI URLs are probed before any run starts.
+ */
+export function engineFactory(o: EngineWiringOptions = {}): EngineFactory {
+  let own: Promise<EngineManager> | null = null;
+  const manager = (): Promise<EngineManager> => (o.manager ? Promise.resolve(o.manager) : (own ??= createEngineManager({ isolation: o.isolation ?? 'thread', maxConcurrent: o.concurrency ?? 1 })));
   return async (m: ModelSpec): Promise<EngineLease> => {
     if (m.kind === 'local') {
       const modelHash = await hashModelFolder(m.path);
-      const { LocalEngine } = await import('../../app/engines/local/localEngine');
-      // A CLI process does one job, so a worker thread is enough; the app's core asks for a child
-      // process, because onnxruntime dying inside a thread can take its host process with it.
-      const transport =
-        o.isolation === 'process'
-          ? (await import('../../native/engine/childProcessTransport')).childProcessTransportFactory
-          : (await import('../../native/engine/workerThreadTransport')).workerThreadTransportFactory;
-      const engine = await LocalEngine.start({ modelDir: m.path, transport, device: o.device ?? 'cpu', ...(o.dtype ? { dtype: o.dtype } : {}), ...(o.threads ? { threads: o.threads } : {}) });
-      const info = engine.info();
-      if (info.fallbackReason) process.stderr.write(`warning: ${info.fallbackReason}; running on ${info.device}\n`);
-      return { info, engineFor: () => engine, concurrency: o.concurrency ?? 1, modelHash, dispose: () => engine.dispose() };
+      const h = await (await manager()).acquire({ modelDir: m.path, device: o.device ?? 'cpu', ...(o.dtype ? { dtype: o.dtype } : {}), ...(o.threads ? { threads: o.threads } : {}) });
+      if (h.info.fallbackReason) process.stderr.write(`warning: ${h.info.fallbackReason}; running on ${h.info.device}\n`);
+      return { info: h.info, engineFor: () => h.engine, concurrency: o.concurrency ?? 1, modelHash, dispose: () => h.release() };
     }
     if (m.kind === 'openai') {
       const models = await probeOpenAI(m.url, o.apiKey);
@@ -88,8 +106,11 @@ export function cliEngineFactory(o: EngineWiringOptions = {}): EngineFactory {
   };
 }
 
-/** Sharp image ops on the calling thread (libvips still works on its own threads): right for a CLI. */
-export async function cliImageOps(media: MediaStore): Promise<ImageOps & { close?: () => Promise<void> }> {
+/**
+ * Image ops for a process: 'inline' runs sharp from the calling thread (libvips still works on its own threads),
+ * right for a CLI; 'worker' keeps every image operation off the thread that serves requests (the app's core).
+ */
+export async function imageOpsFor(media: MediaStore, mode: 'inline' | 'worker' = 'inline'): Promise<ImageOps & { close?: () => Promise<void> }> {
   const { createImageOps } = await import('../../native/image');
-  return createImageOps(media, { mode: 'inline' });
+  return createImageOps(media, { mode });
 }

@@ -1,8 +1,8 @@
 /**
- * Job secrets for the Training handlers, kept apart from training.ts: resolve `{ ENV: storeKey }` at submit, submit
+ * Job secrets for the training service: resolve `{ ENV: storeKey }` at submit, submit
  * with errors redacted, and mask the values in the job output the UI shows.
  */
-import { redactError, redactText, resolveSecretEnv, secretForms, type Connector, type JobSpec, type SecretStore, type SubmitResult } from '../../../app/connectors';
+import { redactError, redactText, resolveSecretEnv, secretForms, type Connector, type JobSpec, type SecretStore, type SubmitResult } from '../connectors';
 
 /** Resolve the job's secrets into `spec.secretEnv` and submit; any error comes back with the values masked. */
 export async function submitWithSecrets(conn: Connector, spec: JobSpec, store: SecretStore, refs: Record<string, string> | undefined): Promise<SubmitResult> {

@@ -1,11 +1,11 @@
 /**
- * The AnimationRenderer for trajectory exports, with sharp (main/ wires native work; app/export stays
+ * The AnimationRenderer for trajectory exports, with sharp (main/ wires it; app/export stays
  * pixel-free). Each story frame is letterboxed onto a fixed canvas, its box drawn as SVG, a caption
  * bar under it; the frames are joined into an animated WebP or GIF.
  */
 import sharp from 'sharp';
-import type { AnimationFormat, AnimationRenderer, StoryFrame } from '../../../app/export';
-import { escapeHtml } from '../../../app/export';
+import type { AnimationFormat, AnimationRenderer, StoryFrame } from '../../app/export';
+import { escapeHtml } from '../../app/export';
 
 export class SharpAnimationRenderer implements AnimationRenderer {
   constructor(private readonly pathOf: (mediaId: string) => string) {}
@@ -39,4 +39,9 @@ export class SharpAnimationRenderer implements AnimationRenderer {
     const bytes = format === 'webp' ? await joined.webp({ loop: 0, delay, quality: 80 }).toBuffer() : await joined.gif({ loop: 0, delay, effort: 1, dither: 0 }).toBuffer(); // effort 1: ~6x faster than the default on photos (tests/bench/demo-export.bench.ts)
     return { bytes, frames: frames.length, width: W, height: H };
   }
+}
+
+/** Re-encode an image as JPEG (for inlining large PNGs into a mailable HTML export). */
+export async function toJpeg(bytes: Uint8Array, quality: number): Promise<Buffer> {
+  return sharp(bytes).jpeg({ quality }).toBuffer();
 }

@@ -1,0 +1,208 @@
+/**
+ * The engine manager: the one owner of local engines in a process. The Demo, sweeps and `serve-model` ask it for a
+ * model; a model that is already loaded (same folder and device, and the same dtype when one is asked for) is shared,
+ * so one loaded model is one engine process however many users it has. Requests to one model pass a limit on how
+ * many run at once (the rest wait their turn, in order). A model stays loaded while someone holds it (the Models
+ * page's "load" holds one for the Demo); the last release ends its process.
+ *
+ * The transport (worker thread for a CLI, child process for the app's core) is handed in by main/, so this file
+ * never loads native code.
+ */
+import path from 'node:path';
+import { LocalEngine, type LocalEngineOptions } from './local/localEngine';
+import type { EngineTransportFactory } from './local/transport';
+import type { Engine, EngineDevice, EngineDtypeSpec, EngineInfo, GenerateRequest, GenerateResult } from './types';
+
+/** What to load: a model folder on a device (dtype and threads when the caller cares). */
+export interface EngineRequest {
+  modelDir: string;
+  device?: EngineDevice;
+  dtype?: EngineDtypeSpec;
+  threads?: number;
+  /** Shown in state events (e.g. the registry's display name). */
+  label?: string;
+}
+
+/** A state change of one loaded model, for the UI's engine indicator and for logs. */
+export interface EngineManagerEvent {
+  modelDir: string;
+  label: string;
+  status: 'loading' | 'ready' | 'busy' | 'error' | 'unloaded';
+  info?: EngineInfo;
+  message?: string;
+}
+
+export interface EngineManagerOptions {
+  transport: EngineTransportFactory;
+  /** Requests in flight per loaded model; more wait in order (default 1: one ONNX session decodes one sequence well). */
+  maxConcurrent?: number;
+  /** End an idle worker after this long (0 = never; the app's core keeps a loaded model warm). */
+  idleMs?: number;
+  onEvent?: (e: EngineManagerEvent) => void;
+  /** Extra LocalEngine options (request timeout …). */
+  engineOptions?: Pick<LocalEngineOptions, 'requestTimeoutMs'>;
+}
+
+/** A use of a loaded model; `engine` obeys the concurrency limit; `release()` once done (idempotent). */
+export interface EngineHandle {
+  engine: Engine;
+  info: EngineInfo;
+  /** The folder's key: same key, same process. */
+  key: string;
+  release(): Promise<void>;
+}
+
+interface Entry {
+  key: string;
+  req: EngineRequest & { modelDir: string; device: EngineDevice };
+  label: string;
+  ready: Promise<LocalEngine>;
+  engine: LocalEngine | null;
+  users: number;
+  inFlight: number;
+  queue: Array<() => void>;
+  loadMs: number;
+}
+
+const keyOf = (r: { modelDir: string; device: EngineDevice; dtype?: EngineDtypeSpec }) => `${r.modelDir}|${r.device}|${typeof r.dtype === 'object' ? JSON.stringify(r.dtype) : (r.dtype ?? '')}`;
+
+export class EngineManager {
+  private readonly entries = new Map<string, Entry>();
+  private readonly limit: number;
+  private disposed = false;
+
+  constructor(private readonly opts: EngineManagerOptions) {
+    this.limit = Math.max(1, opts.maxConcurrent ?? 1);
+  }
+
+  /** Use a model, loading it when nobody has it yet. Rejects (and forgets the entry) when loading fails. */
+  async acquire(r: EngineRequest): Promise<EngineHandle> {
+    if (this.disposed) throw new Error('the engine manager was shut down');
+    const req = { ...r, modelDir: path.resolve(r.modelDir), device: r.device ?? 'cpu' };
+    const entry = this.find(req) ?? this.load(req);
+    entry.users++;
+    let engine: LocalEngine;
+    try {
+      engine = await entry.ready;
+    } catch (err) {
+      entry.users--;
+      throw err;
+    }
+    let released = false;
+    return {
+      key: entry.key,
+      info: engine.info(),
+      engine: this.limited(entry, engine),
+      release: async () => {
+        if (released) return;
+        released = true;
+        entry.users--;
+        await this.maybeEnd(entry);
+      },
+    };
+  }
+
+  /** Models loaded now (or loading): one engine process each. */
+  loaded(): Array<{ key: string; modelDir: string; device: EngineDevice; dtype?: EngineDtypeSpec; users: number; info: EngineInfo | null; loadMs: number }> {
+    return [...this.entries.values()].map((e) => ({
+      key: e.key,
+      modelDir: e.req.modelDir,
+      device: e.req.device,
+      ...(e.req.dtype ? { dtype: e.req.dtype } : {}),
+      users: e.users,
+      info: e.engine?.info() ?? null,
+      loadMs: e.loadMs,
+    }));
+  }
+
+  /** End every engine (the core is shutting down). */
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    const all = [...this.entries.values()];
+    this.entries.clear();
+    await Promise.allSettled(all.map(async (e) => (await e.ready).dispose()));
+  }
+
+  /** A loaded model serves a request for the same folder and device; a dtype asked for must match too. */
+  private find(req: { modelDir: string; device: EngineDevice; dtype?: EngineDtypeSpec }): Entry | undefined {
+    const exact = this.entries.get(keyOf(req));
+    if (exact) return exact;
+    if (req.dtype !== undefined) return undefined;
+    return [...this.entries.values()].find((e) => e.req.modelDir === req.modelDir && e.req.device === req.device);
+  }
+
+  private load(req: Entry['req']): Entry {
+    const label = req.label ?? path.basename(req.modelDir);
+    const started = Date.now();
+    const start = (): Promise<LocalEngine> =>
+      LocalEngine.start({
+        transport: this.opts.transport,
+        modelDir: req.modelDir,
+        device: req.device,
+        ...(req.dtype ? { dtype: req.dtype } : {}),
+        ...(req.threads ? { threads: req.threads } : {}),
+        ...(this.opts.idleMs !== undefined ? { idleMs: this.opts.idleMs } : {}),
+        ...this.opts.engineOptions,
+      });
+    const entry: Entry = { key: keyOf(req), req, label, engine: null, users: 0, inFlight: 0, queue: [], loadMs: 0, ready: start() };
+    this.entries.set(entry.key, entry);
+    this.emit(entry, 'loading', undefined, `loading ${req.modelDir} on ${req.device}`);
+    entry.ready = entry.ready.then(
+      (engine) => {
+        entry.engine = engine;
+        entry.loadMs = Date.now() - started;
+        const info = engine.info();
+        this.emit(entry, 'ready', info, info.fallbackReason ? `asked for ${req.device}; running on ${info.device}: ${info.fallbackReason}` : undefined);
+        return engine;
+      },
+      (err: unknown) => {
+        if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
+        this.emit(entry, 'error', undefined, `could not load ${req.modelDir}: ${err instanceof Error ? err.message : String(err)}`);
+        throw err;
+      },
+    );
+    return entry;
+  }
+
+  private async maybeEnd(e: Entry): Promise<void> {
+    if (e.users > 0 || this.entries.get(e.key) !== e) return;
+    this.entries.delete(e.key);
+    const engine = await e.ready.catch(() => null);
+    await engine?.dispose().catch(() => undefined);
+    this.emit(e, 'unloaded');
+  }
+
+  /** The engine as users see it: generate waits for a free slot; dispose is the manager's, not the user's. */
+  private limited(e: Entry, engine: LocalEngine): Engine {
+    const slot = async (): Promise<void> => {
+      if (e.inFlight < this.limit) {
+        e.inFlight++;
+        return;
+      }
+      await new Promise<void>((resolve) => e.queue.push(resolve)); // the slot is handed over, inFlight unchanged
+    };
+    const free = () => {
+      const next = e.queue.shift();
+      if (next) next();
+      else e.inFlight--;
+    };
+    return {
+      info: () => engine.info(),
+      generate: async (req: GenerateRequest): Promise<GenerateResult> => {
+        await slot();
+        if (e.inFlight === 1 && e.queue.length === 0) this.emit(e, 'busy', engine.info());
+        try {
+          return await engine.generate(req);
+        } finally {
+          free();
+          if (e.inFlight === 0) this.emit(e, 'ready', engine.info());
+        }
+      },
+      dispose: async () => undefined,
+    };
+  }
+
+  private emit(e: Entry, status: EngineManagerEvent['status'], info?: EngineInfo, message?: string): void {
+    this.opts.onEvent?.({ modelDir: e.req.modelDir, label: e.label, status, ...(info ? { info } : {}), ...(message ? { message } : {}) });
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * `serve-model`: a local model behind the OpenAI-compatible server. The engine comes from the engine manager, so a
+ * model the process already holds (the app's Demo, a sweep) is served by the same engine process, not a second copy.
+ */
+import type { EngineManager, EngineRequest } from '../manager';
+import type { EngineInfo } from '../types';
+import { startOpenAIServer, type OpenAIServer, type OpenAIServerOptions } from './openaiServer';
+
+export interface ServedModel {
+  server: OpenAIServer;
+  info: EngineInfo;
+  /** Stop serving and release the engine (it ends when nobody else holds it). */
+  close(): Promise<void>;
+}
+
+export async function serveModel(engines: EngineManager, req: EngineRequest, server: Omit<OpenAIServerOptions, 'engine'> = {}): Promise<ServedModel> {
+  const h = await engines.acquire(req);
+  let s: OpenAIServer;
+  try {
+    s = await startOpenAIServer({ ...server, engine: h.engine });
+  } catch (err) {
+    await h.release();
+    throw err;
+  }
+  return {
+    server: s,
+    info: h.info,
+    close: async () => {
+      await s.close();
+      await h.release();
+    },
+  };
+}
