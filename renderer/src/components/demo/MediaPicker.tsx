@@ -61,8 +61,13 @@ export function MediaPicker() {
       {/* loupe-tiny was trained on loupe-synth scenes only: on a photo it still answers, about rings and tags that are not
           there. One line, not a block: the user may want to see exactly that. */}
       {tinyLocal && media.length && !examples.some((ex) => ex.media.some((m) => m.id === media[0]!.id)) ? (
-        <div className="muted demo-tiny-notice" data-testid="tiny-notice">
-          loupe-tiny knows only loupe-synth scenes (rings, tags, dot boxes, tag pairs): on other images its answers are not about the image.
+        <div
+          className="muted demo-tiny-notice"
+          data-testid="tiny-notice"
+          title="loupe-tiny was trained on loupe-synth scenes only (rings, tags, dot boxes, tag pairs): on other images its answers are not about the image"
+          style={{ whiteSpace: 'nowrap', overflow: 'hidden', textOverflow: 'ellipsis' }}
+        >
+          loupe-tiny knows only loupe-synth scenes.
         </div>
       ) : null}
       {examples.length ? (
