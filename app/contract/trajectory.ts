@@ -132,6 +132,8 @@ export type SampleRecord = z.infer<typeof SampleRecordSchema>;
 export const RunManifestSchema = z.object({
   id: z.string(),
   name: z.string().optional(),
+  /** Labels the user gave the run (Runs page, `loupe runs tag`). */
+  tags: z.array(z.string()).optional(),
   createdAt: z.string(),
   appVersion: z.string(),
   kind: z.enum(['eval', 'demo', 'import']).default('eval'),

@@ -4,11 +4,14 @@ import { importDeepEyes } from './deepeyes';
 import { importLmmsEval } from './lmmsEval';
 import { importPixelReasoner } from './pixelReasoner';
 import { importVerlTool } from './verlTool';
+import { detectFormat } from './detect';
 import { IMPORT_FORMATS, ImportError, type ImportedRun, type ImportFormat, type ImportIssue, type ImportOptions } from './types';
 
 export * from './types';
 export { importDeepEyes, importLmmsEval, importPixelReasoner, importVerlTool };
 export { workspaceWriter } from './writer';
+export { detectFormat } from './detect';
+export * from './attach';
 
 const IMPORTERS: Record<ImportFormat, (input: string, opts?: ImportOptions) => Promise<ImportedRun>> = {
   'pixel-reasoner': importPixelReasoner,
@@ -29,7 +32,26 @@ function issueOrder(a: ImportIssue, b: ImportIssue): number {
 export async function importRun(format: string, input: string, opts: ImportOptions = {}): Promise<ImportedRun> {
   if (!isImportFormat(format)) throw new ImportError(`unknown import format "${format}" (known: ${IMPORT_FORMATS.join(', ')})`);
   if (!(await isFile(input)) && !(await isDir(input))) throw new ImportError(`${input}: no such file or folder`);
-  const run = await IMPORTERS[format](input, opts);
+  let run: ImportedRun;
+  try {
+    run = await IMPORTERS[format](input, opts);
+  } catch (e) {
+    if (!(e instanceof ImportError)) throw e;
+    throw await withSuggestion(e.message, format, input);
+  }
+  // Most records rejected: more likely the wrong --from than a broken file. Say which format it looks like
+  // rather than listing a missing field per record.
+  if (run.stats.imported < run.stats.records / 2) {
+    const guess = await detectFormat(input);
+    if (guess && guess !== format) {
+      throw new ImportError(`${input}: ${run.stats.records - run.stats.imported} of ${run.stats.records} record(s) are not ${format} records; this looks like ${guess} output: try --from ${guess}`);
+    }
+  }
   run.issues.sort(issueOrder);
   return run;
+}
+
+async function withSuggestion(message: string, format: ImportFormat, input: string): Promise<ImportError> {
+  const guess = await detectFormat(input);
+  return new ImportError(guess && guess !== format ? `${message}; this looks like ${guess} output: try --from ${guess}` : message);
 }

@@ -67,6 +67,8 @@ export function vtQuestionOf(prompt: string): { question: string; userText: stri
 function mapStop(reason: unknown): StopReason | undefined {
   if (typeof reason !== 'string') return undefined;
   const r = reason.toLowerCase();
+  // verl-tool's agent loop (verltool_agent_loop.py): max_model_len_exceeded, max_response_length_reached, …
+  if (r.includes('model_len')) return 'token_budget';
   if (r.includes('length') || r.includes('token')) return 'length';
   if (r.includes('turn') || r.includes('max_action') || r.includes('calls')) return 'max_calls';
   if (r.includes('finish') || r.includes('done') || r.includes('answer') || r.includes('stop')) return 'answer';
@@ -111,7 +113,7 @@ export function convertVtRecord(rec: Record<string, unknown>, fallbackQid: strin
   }
   if (typeof rec.reward === 'number') scores.reward = rec.reward;
   const extra: Record<string, unknown> = {};
-  for (const key of ['step', 'num_turn', 'num_valid_action', 'is_done', 'traj_stop_reason']) if (rec[key] !== undefined) extra[key] = rec[key];
+  for (const key of ['step', 'num_turn', 'num_valid_action', 'is_done', 'traj_stop_reason', 'verl_tool_metrics', 'request_id']) if (rec[key] !== undefined) extra[key] = rec[key];
   if (Object.keys(extraInfo).length) extra.extra_info = extraInfo;
   if (tii.length !== calls && tii.length > 0) extra.toolInteractions = tii.length;
   return {
@@ -169,10 +171,13 @@ export async function importVerlTool(input: string, opts: ImportOptions = {}): P
       records += r.nonBlank;
     }
     const stem = path.basename(file).replace(/\.jsonl?$/, '');
+    // verl_step_records/<exp>/<step>.jsonl (rollouts) and <exp>-val/<step>.jsonl (validation): the folder says which.
+    const split = /-val$/.test(path.basename(path.dirname(file))) ? 'val' : undefined;
     for (const row of rows) {
       try {
         if (!isRecord(row.value)) throw new FieldError('(record)', 'expected a JSON object');
-        const s = convertVtRecord(row.value, `${/^\d+$/.test(stem) ? `step${stem}` : stem}-${row.line}`, `${shown}:${row.line}`);
+        const s = convertVtRecord(row.value, `${split ? `${split}-` : ''}${/^\d+$/.test(stem) ? `step${stem}` : stem}-${row.line}`, `${shown}:${row.line}`);
+        if (split) s.extra = { ...s.extra, split };
         s.qid = uniqueQid(seen, s.qid);
         samples.push(s);
       } catch (e) {

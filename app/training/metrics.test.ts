@@ -8,6 +8,7 @@ import {
   MetricStreamParser,
   parseMsSwiftLine,
   parseOpenRlhfLine,
+  parsePixelReasonerTqdm,
   parsePythonLiteral,
   parseVerlConsoleLine,
   parseVerlJsonlLine,
@@ -116,5 +117,38 @@ describe('MetricSeries', () => {
     expect(s.get('loss', 0).smoothed.slice(0, 2)).toEqual([1, 3]);
     expect(s.latest('loss')?.step).toBe(3);
     expect(() => new MetricSeries(1)).toThrow(/smoothing/);
+  });
+});
+
+describe('Pixel Reasoner RL tqdm postfix', () => {
+  // Written by tqdm 4.64.1's own set_postfix, as Pixel Reasoner's OpenRLHF fork calls it in ppo_train
+  // (one bar per PPO epoch, `\r` refreshes): tests/fixtures/training/README.md.
+  const log = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../tests/fixtures/training/pixel_reasoner_rl_tqdm.log'), 'utf8');
+
+  it('one point per training step (the last epoch\'s finished bar), with policy_loss and reward', () => {
+    const p = new MetricStreamParser();
+    const pts = [...p.push(log), ...p.end()];
+    expect(pts.map((x) => x.step)).toEqual([1, 2, 3]);
+    for (const x of pts) {
+      expect(x.source).toBe('openrlhf-tqdm');
+      expect(Object.keys(x.metrics).sort()).toEqual(['actor_lr', 'kl', 'policy_loss', 'response_length', 'reward']);
+      expect(x.metrics.actor_lr).toBe(1e-6);
+      expect(x.metrics.response_length).toBe(430); // the last micro-batch of the bar
+      expect(Math.abs(x.metrics.policy_loss!)).toBeLessThan(0.05);
+    }
+    // reward = 0.3 + 0.1·step + noise < 0.05 in the fixture's generator
+    expect(pts.map((x) => Math.floor(x.metrics.reward! * 10))).toEqual([3, 4, 5]);
+  });
+
+  it('reads tqdm\'s short numbers (`-.0262`, `1e-6`) and ignores bars that are not finished', () => {
+    expect(parsePixelReasonerTqdm('\rTrain epoch [2/2]: 100%|##| 4/4 [00:01<00:00, 3.1it/s, policy_loss=-.0262, actor_lr=1e-6, reward=.5]')).toEqual({ metrics: { policy_loss: -0.0262, actor_lr: 1e-6, reward: 0.5 }, endsStep: true });
+    expect(parsePixelReasonerTqdm('\rTrain epoch [1/2]: 100%|##| 4/4 [00:01<00:00, 3.1it/s, policy_loss=0.1]')?.endsStep).toBe(false);
+    expect(parsePixelReasonerTqdm('\rTrain epoch [2/2]:  50%|#  | 2/4 [00:01<00:01, 3.1it/s, policy_loss=0.1]')?.endsStep).toBe(false);
+    expect(parsePixelReasonerTqdm('step:3 - actor/pg_loss:0.1')).toBeNull();
+    // OpenRLHF forks that print `short_status` (`pg`, `rm`, …) give the long names.
+    expect(parsePixelReasonerTqdm('\rTrain epoch [1/1]: 100%|##| 8/8 [00:09<00:00, 1.1s/it, pg=0.012, rm=0.4, ret=0.1, glen=512, tlen=1.4e+3, kl=0, act_lr=1e-6]')).toEqual({
+      metrics: { policy_loss: 0.012, reward: 0.4, return: 0.1, response_length: 512, total_length: 1400, kl: 0, actor_lr: 1e-6 },
+      endsStep: true,
+    });
   });
 });

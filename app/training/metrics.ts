@@ -6,6 +6,9 @@
  *    `np.float64(x)`, and `nan`/`inf` appear). Under Ray each line carries `(TaskRunner pid=N)` and ANSI colours.
  *  - verl FileLogger JSONL: `{"step": N, "data": {...}}` (Python json may write NaN/Infinity).
  *  - OpenRLHF ≥ 2026-01: `… ✨ Global step N: {python dict repr}`; older: tqdm postfix `act_loss=…, reward=…`.
+ *  - Pixel Reasoner RL (its OpenRLHF fork, `ppo_train`: `pbar.set_postfix(status)`): tqdm bars
+ *    `Train epoch [e/E]: 100%|…| n/n [mm:ss<…, policy_loss=…, actor_lr=…, reward=…, …]`, one bar per PPO
+ *    epoch, `\r`-separated refreshes; a finished bar of the last epoch is one training step.
  *  - ms-swift `logging.jsonl` (one dict per log step; `global_step/max_steps` is "12/500" or a number),
  *    and its console print of the same dict as a Python repr.
  */
@@ -214,6 +217,30 @@ export function parseOpenRlhfTqdm(raw: string): Record<string, number> | null {
   return Object.keys(out).length ? out : null;
 }
 
+/** OpenRLHF's `short_status` names in `ppo_loop` bars (`pg=…, rm=…`) → the names its status dict and wandb use. */
+const TQDM_SHORT: Record<string, string> = { pg: 'policy_loss', rm: 'reward', ret: 'return', glen: 'response_length', tlen: 'total_length', act_lr: 'actor_lr', cri: 'critic_loss', vals: 'values', cri_lr: 'critic_lr', ptx: 'ptx_loss' };
+
+/**
+ * A Pixel Reasoner tqdm line: the last refresh holding `policy_loss=`, its postfix metrics, and whether it
+ * ends a step (the bar is full and, when the description names epochs, it is the last epoch's bar).
+ */
+export function parsePixelReasonerTqdm(raw: string): { metrics: Record<string, number>; endsStep: boolean } | null {
+  const seg = cleanLogLine(raw).split('\r').filter((x) => /[ ,]policy_loss=|[ ,]pg=/.test(x)).pop();
+  if (!seg) return null;
+  const bar = /(\d+)\/(\d+) \[/.exec(seg);
+  const epoch = /epoch \[(\d+)\/(\d+)\]/i.exec(seg);
+  // The postfix is what follows the time block: `[elapsed<remaining, rate, k=v, k=v]`.
+  const post = seg.slice(seg.lastIndexOf('['));
+  const metrics: Record<string, number> = {};
+  for (const m of post.matchAll(/([A-Za-z_][\w/]*)=([^,\]\s]+)/g)) {
+    const v = parseNumericRepr(m[2] as string);
+    if (v !== null) metrics[TQDM_SHORT[m[1] as string] ?? (m[1] as string)] = v;
+  }
+  if (!Object.keys(metrics).length) return null;
+  const full = !!bar && bar[1] === bar[2];
+  return { metrics, endsStep: full && (!epoch || epoch[1] === epoch[2]) };
+}
+
 function swiftStep(d: Record<string, unknown>): number | null {
   const g = d['global_step/max_steps'];
   if (typeof g === 'string') {
@@ -284,6 +311,9 @@ export class MetricStreamParser {
       if (p) return [p];
       const t = parseOpenRlhfTqdm(l);
       if (t) return [{ step: ++this.tqdmSteps, metrics: t, source: 'openrlhf-tqdm' }];
+      const pr = parsePixelReasonerTqdm(l);
+      if (pr?.endsStep) return [{ step: ++this.tqdmSteps, metrics: pr.metrics, source: 'openrlhf-tqdm' }];
+      if (pr) return [];
     }
     if (f === 'auto' || f === 'ms-swift') {
       const p = parseMsSwiftLine(l, this.swiftLines + 1);

@@ -14,6 +14,8 @@ import { JsonlAppender, readJsonl, type JsonlIssue, type TailRepair } from './js
 const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const MANIFEST_FILE = 'manifest.json';
 export const SAMPLES_FILE = 'samples.jsonl';
+/** Deleted runs wait here (inside `runs/`, hidden from listings by the leading dot) until the trash is emptied. */
+export const TRASH_DIR = '.trash';
 
 export function isRunId(id: string): boolean {
   return RUN_ID_RE.test(id) && !id.includes('..');
@@ -215,5 +217,83 @@ export class RunStore {
     }
     out.sort((a, b) => (b.manifest?.createdAt ?? '').localeCompare(a.manifest?.createdAt ?? '') || b.id.localeCompare(a.id));
     return out;
+  }
+
+  /** Where deleted runs wait until the trash is emptied. */
+  get trashDir(): string {
+    return path.join(this.runsDir, TRASH_DIR);
+  }
+
+  /** `name` if no other run has it, else `name (2)`, `name (3)`… Names are how people tell runs apart. */
+  async uniqueName(name: string, exceptId?: string): Promise<string> {
+    const taken = new Set((await this.listRuns()).filter((r) => r.id !== exceptId && r.manifest?.name).map((r) => r.manifest!.name!));
+    if (!taken.has(name)) return name;
+    for (let i = 2; ; i++) if (!taken.has(`${name} (${i})`)) return `${name} (${i})`;
+  }
+
+  /** Rename a run (its manifest `name`; the id and folder stay). Refuses a name another run has. */
+  async renameRun(id: string, name: string): Promise<RunManifest> {
+    const clean = name.trim();
+    if (!clean) throw new Error('a run name cannot be empty');
+    const manifest = await this.readManifest(id);
+    if ((await this.uniqueName(clean, id)) !== clean) throw new Error(`another run is already named "${clean}"`);
+    const next = { ...manifest, name: clean };
+    await this.writeManifest(next);
+    return next;
+  }
+
+  /** Replace a run's tags (trimmed, de-duplicated, in the given order). */
+  async setTags(id: string, tags: string[]): Promise<RunManifest> {
+    const manifest = await this.readManifest(id);
+    const clean = [...new Set(tags.map((t) => t.trim()).filter((t) => t !== ''))];
+    const next: RunManifest = { ...manifest, tags: clean };
+    if (clean.length === 0) delete next.tags;
+    await this.writeManifest(next);
+    return next;
+  }
+
+  /** Move a run to the trash (`runs/.trash/<id>`); nothing is deleted until `emptyTrash`. */
+  async trashRun(id: string): Promise<void> {
+    const dir = this.runDir(id);
+    if (!(await exists(dir))) throw new Error(`run ${id}: no such run in ${this.runsDir}`);
+    await fsp.mkdir(this.trashDir, { recursive: true });
+    const dest = path.join(this.trashDir, id);
+    // A run trashed before, restored, and trashed again replaces its older copy.
+    await fsp.rm(dest, { recursive: true, force: true });
+    await fsp.rename(dir, dest);
+    await fsyncDir(this.runsDir);
+  }
+
+  /** Runs in the trash, newest first. */
+  async listTrash(): Promise<RunListing[]> {
+    return new RunStore(this.trashDir).listRuns();
+  }
+
+  /** Bring a run back from the trash. Fails if a run with its id exists again. */
+  async restoreRun(id: string): Promise<void> {
+    const dest = this.runDir(id); // validates the id
+    const src = path.join(this.trashDir, id);
+    if (!(await exists(src))) throw new Error(`run ${id}: not in the trash`);
+    if (await exists(dest)) throw new Error(`run ${id}: a run with this id exists; rename or delete it first`);
+    await fsp.rename(src, dest);
+    await fsyncDir(this.runsDir);
+  }
+
+  /** Delete every run in the trash for good; returns how many were deleted. */
+  async emptyTrash(): Promise<number> {
+    const inTrash = await this.listTrash();
+    for (const r of inTrash) await fsp.rm(r.dir, { recursive: true, force: true });
+    return inTrash.length;
+  }
+
+  /** Rewrite a run's samples (e.g. after images were attached), atomically: readers see old or new, never half. */
+  async replaceSamples(id: string, records: SampleRecord[]): Promise<void> {
+    const lines: string[] = [];
+    for (const [i, rec] of records.entries()) {
+      const v = validateSample(rec);
+      if (!v.ok) throw new Error(`run ${id}: sample ${i + 1} (${rec.qid}): ${v.message}`);
+      lines.push(JSON.stringify(v.value));
+    }
+    await writeFileAtomic(path.join(this.runDir(id), SAMPLES_FILE), lines.length ? lines.join('\n') + '\n' : '');
   }
 }

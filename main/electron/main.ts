@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { electronBundle, rendererDir } from '../../app/paths';
 import { MIME } from '../server/mime';
+import { decodeUrlPart, openMediaFile } from '../server/mediaFile';
 import { APP_HOST, APP_ORIGIN, APP_SCHEME, CSP, MEDIA_SCHEME, PORT_CHANNEL, isAppUrl, type CoreToMain, type MainToCore } from './coreProtocol';
 
 protocol.registerSchemesAsPrivileged([
@@ -134,9 +135,16 @@ export async function serveApp(request: Request): Promise<Response> {
 
 /** `loupe-media://media/<id>`: a workspace media file, by id only (the core checks the id). */
 async function serveMedia(request: Request): Promise<Response> {
-  const id = decodeURIComponent(new URL(request.url).pathname.replace(/^\//, ''));
-  const file = await mediaPath(id);
-  return file ? fileResponse(file) : new Response('no such media', { status: 404 });
+  // A malformed `%` escape, an unknown id and a symlink planted in media/ all answer 404 (as browser mode does).
+  const id = decodeUrlPart(new URL(request.url).pathname.replace(/^\//, ''));
+  const file = id === null ? null : await mediaPath(id);
+  const handle = await openMediaFile(file);
+  if (!handle) return new Response('no such media', { status: 404 });
+  try {
+    return new Response(await handle.readFile(), { status: 200, headers: { 'content-type': MIME[path.extname(file ?? '').toLowerCase()] ?? 'application/octet-stream', 'x-content-type-options': 'nosniff' } });
+  } finally {
+    await handle.close();
+  }
 }
 
 function createWindow(): void {

@@ -113,11 +113,36 @@ export type Agreement = z.infer<typeof AgreementSchema>;
 export const SliceViewSchema = z.object({ name: z.string(), query: z.string(), updatedAt: z.string() });
 export type SliceView = z.infer<typeof SliceViewSchema>;
 
+/** A run in the trash (deleted, not yet emptied). */
+export const TrashedRunSchema = z.object({ id: z.string(), manifest: RunManifestSchema.nullable(), error: z.string().optional() });
+export type TrashedRun = z.infer<typeof TrashedRunSchema>;
+
+export const LocateImagesResultSchema = z.object({
+  /** Samples that got their images now. */
+  attached: z.number().int().nonnegative(),
+  /** Samples still without images (their names were not found in the folder). */
+  missing: z.number().int().nonnegative(),
+  /** Image files found under the folder. */
+  folderImages: z.number().int().nonnegative(),
+});
+export type LocateImagesResult = z.infer<typeof LocateImagesResultSchema>;
+
+const RunIdField = z.string().min(1);
+
 export const browseCalls = {
   'slices:list': { req: Empty, res: z.array(SliceViewSchema) },
   'slices:save': { req: z.object({ name: z.string().trim().min(1).max(120), query: z.string().max(2000) }).strict(), res: z.array(SliceViewSchema) },
   'slices:delete': { req: z.object({ name: z.string().min(1) }).strict(), res: z.array(SliceViewSchema) },
   'runs:list': { req: Empty, res: z.array(RunSummarySchema) },
+  /** Run hygiene: names are unique; delete moves to a trash the user empties. */
+  'runs:rename': { req: z.object({ runId: RunIdField, name: z.string().trim().min(1).max(200) }).strict(), res: RunManifestSchema },
+  'runs:tag': { req: z.object({ runId: RunIdField, tags: z.array(z.string().trim().min(1).max(60)).max(50) }).strict(), res: RunManifestSchema },
+  'runs:trash': { req: z.object({ runId: RunIdField }).strict(), res: Empty },
+  'runs:trashList': { req: Empty, res: z.array(TrashedRunSchema) },
+  'runs:restore': { req: z.object({ runId: RunIdField }).strict(), res: Empty },
+  'runs:emptyTrash': { req: Empty, res: z.object({ deleted: z.number().int().nonnegative() }) },
+  /** "Locate images…": attach originals from a folder (by the records' image names) to an imported run. */
+  'runs:locateImages': { req: z.object({ runId: RunIdField, folder: z.string().trim().min(1).max(4096) }).strict(), res: LocateImagesResultSchema },
   'samples:query': {
     req: z
       .object({

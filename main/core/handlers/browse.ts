@@ -1,5 +1,6 @@
 import type { DomainHandlers } from '../../../app/contract/dispatch';
 import type { browseCalls, GroupStat } from '../../../app/contract';
+import { attachRunImages } from '../../../app/importers/attach';
 import type { RunIndexService } from '../../../app/sweeps/runIndex';
 import { QueryError, SliceStore } from '../../../app/sweeps/query';
 import { accuracy, accuracyByToolUse, accuracyTable, pairedCompare, toolUse, type AccuracyStat, type StatRow } from '../../../app/sweeps/stats';
@@ -61,6 +62,23 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
           return { id: r.id, manifest: r.manifest, samples: scan.rows.length, correct: scan.rows.filter((x) => x.correct).length, unreadable: scan.unreadable };
         }),
       );
+    },
+    'runs:rename': ({ runId, name }) => store.renameRun(runId, name),
+    'runs:tag': ({ runId, tags }) => store.setTags(runId, tags),
+    'runs:trash': async ({ runId }) => {
+      await store.trashRun(runId);
+      return {};
+    },
+    'runs:trashList': async () => (await store.listTrash()).map((r) => ({ id: r.id, manifest: r.manifest, ...(r.error ? { error: r.error } : {}) })),
+    'runs:restore': async ({ runId }) => {
+      await store.restoreRun(runId);
+      return {};
+    },
+    'runs:emptyTrash': async () => ({ deleted: await store.emptyTrash() }),
+    'runs:locateImages': async ({ runId, folder }) => {
+      // The core's image ops (a worker thread, storing into this workspace's media).
+      const r = await attachRunImages(store, runId, folder, ctx.imageOps);
+      return { attached: r.attached, missing: r.missing.length, folderImages: r.folderImages };
     },
     'samples:query': async (req) => {
       const t0 = performance.now();

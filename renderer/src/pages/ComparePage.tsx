@@ -63,7 +63,7 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
                     {rec ? (
                       <>
                         <p className="muted small">extracted <code>{JSON.stringify(rec.extracted ?? null)}</code> · truth <code>{JSON.stringify(rec.answer)}</code> · {rec.calls} call(s) · {rec.stop_reason}</p>
-                        {rec.trajectory ? <TrajectoryView trajectory={rec.trajectory} mediaUrl={(id) => client.mediaUrl(id)} keyboard={false} testId={`compare-traj-${i}`} /> : <pre className="turn-text">{rec.prediction}</pre>}
+                        {rec.trajectory ? <TrajectoryView trajectory={rec.trajectory} mediaUrl={(id) => client.mediaUrl(id)} keyboard={false} testId={`compare-traj-${i}`} {...(rec.source !== undefined ? { noImage: 'Image not in the file; attach a folder (Runs page → Locate images…).' } : {})} /> : <pre className="turn-text">{rec.prediction}</pre>}
                       </>
                     ) : (
                       <p className="muted">Not in this run.</p>

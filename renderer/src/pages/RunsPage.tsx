@@ -8,6 +8,7 @@ import { StatsPanel } from '../components/browse/StatsPanel';
 import { QueryBar } from '../components/browse/QueryBar';
 import { SampleTable } from '../components/browse/SampleTable';
 import { NewEvalPanel } from '../components/browse/NewEvalPanel';
+import { TrashPanel } from '../components/browse/RunAdmin';
 import { SamplePage } from './SamplePage';
 import { ComparePage } from './ComparePage';
 
@@ -32,10 +33,14 @@ function RunsOverview() {
       {error ? <div className="banner banner-error">{error}</div> : null}
       <NewEvalPanel />
       {!loading && runs.length === 0 ? (
-        <EmptyState title="No runs yet">Start one with <code>npx loupe eval</code>, import one with <code>npx loupe import</code>, or run a question in the Demo.</EmptyState>
+        <>
+          <EmptyState title="No runs yet">Start one with <code>npx loupe eval</code>, import one with <code>npx loupe import</code>, or run a question in the Demo.</EmptyState>
+          <TrashPanel />
+        </>
       ) : (
         <>
           <RunList />
+          <TrashPanel />
           <StatsPanel />
           <QueryBar />
           <SampleTable />

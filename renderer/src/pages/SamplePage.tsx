@@ -5,6 +5,9 @@ import { getClient } from '../client';
 import { TurnList } from '../components/browse/TurnList';
 import { TrajectoryView } from '../components/trajectory';
 
+/** An imported sample whose file had no images (the importer's warning says the same). */
+const IMPORTED_NO_IMAGE = 'Image not in the file; attach a folder (Runs page → Locate images…).';
+
 /** One sample: the question and images, the steps, the raw text, and the scorer's view. */
 export function SamplePage({ runId, qid }: { runId: string; qid: string }) {
   const sample = useRunsStore((s) => s.sample);
@@ -54,7 +57,7 @@ export function SamplePage({ runId, qid }: { runId: string; qid: string }) {
             </div>
           ) : null}
           {t ? (
-            raw ? <TurnList trajectory={t} raw /> : <TrajectoryView trajectory={t} mediaUrl={(id) => client.mediaUrl(id)} testId="sample-trajectory" />
+            raw ? <TurnList trajectory={t} raw /> : <TrajectoryView trajectory={t} mediaUrl={(id) => client.mediaUrl(id)} testId="sample-trajectory" {...(sample.source !== undefined ? { noImage: IMPORTED_NO_IMAGE } : {})} />
           ) : (
             <div className="card"><pre className="turn-text">{sample.prediction}</pre></div>
           )}

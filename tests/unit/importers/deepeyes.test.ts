@@ -30,8 +30,10 @@ afterAll(async () => {
   for (const d of tmp) await rm(d, { recursive: true, force: true });
 });
 
+/** The qid Loupe's own V* adapter gives the same question (`vstar-<category>.<image stem>`). */
+const qidOf = (cat: string, image: string) => `vstar-${cat}.${image.replace(/\.jpg$/, '')}`;
 const sample = (cat: string, image: string) => {
-  const s = run.samples.find((x) => x.qid === `${cat}/${image}`);
+  const s = run.samples.find((x) => x.qid === qidOf(cat, image));
   if (!s) throw new Error(`no sample ${cat}/${image}`);
   return s;
 };
@@ -81,15 +83,26 @@ describe('DeepEyes importer (real files)', () => {
     expect((s.extra as Record<string, unknown>).answerLetter).toBe('A');
   });
 
-  it('line 68 (sa_23893): answer and call in one turn, conversation ends on a user turn', () => {
+  it('line 68 (sa_23893): answer and call in one turn: the call ran, then the episode ended with that answer', () => {
     const s = sample('direct_attributes', 'sa_23893.jpg');
     expect(s.calls).toBe(2);
     expect(s.correct).toBe(false);
-    expect(s.stop_reason).toBe('error');
-    expect(s.error).toMatch(/ends on a user turn/);
+    // The eval loop (`while '</answer>' not in response`) executes the call, then stops on the answer.
+    expect(s.stop_reason).toBe('answer');
+    expect(s.error).toBeUndefined();
     const last = s.trajectory!.turns.at(-1)!;
     expect(last.text).toContain('<answer>');
     expect(last.call?.name).toBe('image_zoom_in_tool');
+    expect(s.extracted).toBe(/<answer>([\s\S]*?)<\/answer>/.exec(last.text)![1]);
+  });
+
+  it('accuracy equals the eval\'s own summary.txt (84.35 %, 75.00 %, 80.63 %)', async () => {
+    const summary = await readFile(path.join(DIR, 'summary.txt'), 'utf8');
+    const pct = (re: RegExp) => Number(re.exec(summary)![1]);
+    const acc = (xs: typeof run.samples) => (100 * xs.reduce((a, s) => a + s.score, 0)) / xs.length;
+    expect(acc(run.samples.filter((s) => s.category === 'direct_attributes')).toFixed(2)).toBe(pct(/direct_attributes: ([\d.]+)%/).toFixed(2));
+    expect(acc(run.samples.filter((s) => s.category === 'relative_position')).toFixed(2)).toBe(pct(/relative_position: ([\d.]+)%/).toFixed(2));
+    expect(acc(run.samples).toFixed(2)).toBe(pct(/Overall Accuracy: ([\d.]+)%/).toFixed(2));
   });
 
   it('relative_position line 55 (sa_24971): status "error" with 10 calls', () => {
@@ -101,7 +114,7 @@ describe('DeepEyes importer (real files)', () => {
   });
 
   it('every other record has exactly one call and ends with an answer', () => {
-    const special = new Set(['direct_attributes/sa_29744.jpg', 'direct_attributes/sa_23893.jpg', 'relative_position/sa_24971.jpg']);
+    const special = new Set([qidOf('direct_attributes', 'sa_29744.jpg'), qidOf('direct_attributes', 'sa_23893.jpg'), qidOf('relative_position', 'sa_24971.jpg')]);
     const rest = run.samples.filter((s) => !special.has(s.qid));
     expect(rest).toHaveLength(188);
     for (const s of rest) {

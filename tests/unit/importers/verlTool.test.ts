@@ -65,3 +65,36 @@ describe('verl-tool importer', () => {
     expect(vtQuestionOf('system\nS\nuser\n<image>Q?\n\n' + 'x').question).toBe('Q?\n\nx');
   });
 });
+
+describe('verl-tool verl_step_records (trainer.rollout_data_dir / validation_data_dir)', () => {
+  const REC = path.join(DIR, '../verl_tool_step_records/verl_step_records');
+
+  it('reads <exp>/<step>.jsonl and <exp>-val/<step>.jsonl with chat markers, images pads and reward extras', async () => {
+    const run = await importRun('verl-tool', REC);
+    expect(run.stats).toEqual({ files: 2, records: 3, imported: 3, skipped: 0 });
+    expect(run.issues).toEqual([]);
+    expect(run.samples.map((s) => s.qid)).toEqual(['step2-1', 'step2-2', 'val-step2-1']);
+    const [ok, bad, val] = run.samples as [typeof run.samples[0], typeof run.samples[0], typeof run.samples[0]];
+    expect(ok.question).toBe('What is written on the red sign?\n(A) STOP\n(B) GO\n(C) EXIT\n(D) OPEN');
+    expect(ok.trajectory!.turns.map((t) => t.call?.name ?? null)).toEqual(['crop_image', null]);
+    expect(ok.trajectory!.turns[0]!.call!.bboxRaw).toEqual([0.61, 0.22, 0.78, 0.35]);
+    expect(ok.trajectory!.turns[0]!.observation).toBe('Here is the cropped image (Image Size: 336x252):');
+    expect(ok.trajectory!.turns[1]!.text).toBe('It reads STOP. \\boxed{A}');
+    expect(ok).toMatchObject({ correct: true, extracted: 'A', stop_reason: 'answer', calls: 1, tool_errors: 0 });
+    expect(ok.scores).toMatchObject({ accuracy: 1, score: 1, curiousity_penalty: 0 });
+    expect((ok.extra as Record<string, unknown>).verl_tool_metrics).toEqual({ num_turns: 2, num_valid_action: 1 });
+    // An invalid action (valid: false) is a tool error with the tool's reason; the length stop is kept.
+    expect(bad).toMatchObject({ correct: false, stop_reason: 'length', tool_errors: 1 });
+    expect(bad.trajectory!.turns[0]!.call!.error).toBe('Invalid bbox: x1 must be smaller than x2');
+    expect(bad.scores).toMatchObject({ accuracy: 0, score: -0.05, curiousity_penalty: -0.05 });
+    // Validation dump: input decoded without special tokens, output with them.
+    expect(val.question).toBe(ok.question);
+    expect(val).toMatchObject({ correct: true, calls: 0, stop_reason: 'answer' });
+    expect((val.extra as Record<string, unknown>).split).toBe('val');
+    expect(val.scores).toMatchObject({ reward: 1 });
+  });
+
+  it('the wrong --from on these files names verl-tool', async () => {
+    await expect(importRun('pixel-reasoner', REC)).rejects.toThrow(/try --from verl-tool/);
+  });
+});

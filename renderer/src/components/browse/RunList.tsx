@@ -1,7 +1,9 @@
+import { Fragment, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useRunsStore } from '../../stores/useRunsStore';
 import { useAppStore } from '../../stores/useAppStore';
 import { pct } from './format';
+import { RunEditor, RunRowActions, type Editing } from './RunAdmin';
 
 /** The workspace's runs; tick several to browse them together, exactly two to compare. */
 export function RunList() {
@@ -9,6 +11,7 @@ export function RunList() {
   const selected = useRunsStore(useShallow((s) => s.selected));
   const select = useRunsStore((s) => s.select);
   const navigate = useAppStore((s) => s.navigate);
+  const [editing, setEditing] = useState<Editing>(null);
   const toggle = (id: string) => select(selected.includes(id) ? selected.filter((x) => x !== id) : [...selected, id]);
   return (
     <div className="card run-list">
@@ -20,19 +23,27 @@ export function RunList() {
       </div>
       <table className="table compact" data-testid="runs-table">
         <thead>
-          <tr><th /><th>Run</th><th>Model</th><th>Bench</th><th>Prompt</th><th className="num">n</th><th className="num">Acc.</th></tr>
+          <tr><th /><th>Run</th><th>Model</th><th>Bench</th><th>Prompt</th><th className="num">n</th><th className="num">Acc.</th><th /></tr>
         </thead>
         <tbody>
           {runs.map((r) => (
-            <tr key={r.id} className={selected.includes(r.id) ? 'selected' : undefined}>
+            <Fragment key={r.id}>
+            <tr className={selected.includes(r.id) ? 'selected' : undefined}>
               <td><input type="checkbox" aria-label={`select ${r.id}`} checked={selected.includes(r.id)} onChange={() => toggle(r.id)} disabled={!r.manifest} /></td>
-              <td title={r.id} className="ellipsis">{r.manifest?.name ?? r.id}{r.unreadable ? <span className="badge badge-warn" title="lines that could not be read, e.g. a torn last line after a crash">{r.unreadable} unreadable</span> : null}{r.error ? <span className="badge badge-bad" title={r.error}>broken manifest</span> : null}</td>
+              <td title={r.id} className="ellipsis">{r.manifest?.name ?? r.id}{r.manifest?.tags?.map((t) => <span key={t} className="badge" data-testid="run-tag">{t}</span>)}{r.unreadable ? <span className="badge badge-warn" title="lines that could not be read, e.g. a torn last line after a crash">{r.unreadable} unreadable</span> : null}{r.error ? <span className="badge badge-bad" title={r.error}>broken manifest</span> : null}</td>
               <td className="ellipsis">{r.manifest?.model.id ?? '—'}</td>
               <td>{r.manifest?.bench?.id ?? '—'}</td>
               <td>{r.manifest?.prompt ?? '—'}</td>
               <td className="num">{r.samples}</td>
               <td className="num">{r.samples ? pct(r.correct / r.samples) : '—'}</td>
+              <td><RunRowActions run={r} onEdit={setEditing} /></td>
             </tr>
+            {editing?.runId === r.id ? (
+              <tr className="run-editor-row">
+                <td colSpan={8}><RunEditor key={editing.kind} run={r} editing={editing} onDone={() => setEditing(null)} /></td>
+              </tr>
+            ) : null}
+            </Fragment>
           ))}
         </tbody>
       </table>

@@ -18,6 +18,8 @@ export interface TrajectoryViewProps {
   /** ←/→ move through steps (default true); turn off for a second view on the same page. */
   keyboard?: boolean;
   testId?: string;
+  /** What the image pane says when there is no image (an imported file without its images says so). */
+  noImage?: string;
 }
 
 function typingIn(target: EventTarget | null): boolean {
@@ -26,7 +28,7 @@ function typingIn(target: EventTarget | null): boolean {
 }
 
 /** A trajectory step by step: the image with every box drawn where it was cut, and a card per turn. */
-export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChange, streaming, edit, keyboard = true, testId = 'trajectory-view' }: TrajectoryViewProps) {
+export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChange, streaming, edit, keyboard = true, testId = 'trajectory-view', noImage = 'No image yet.' }: TrajectoryViewProps) {
   const [ownStep, setOwnStep] = useState(0);
   const active = activeStep ?? ownStep;
   const select = (i: number) => {
@@ -99,7 +101,7 @@ export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChan
             {...(edit ? { edit: { box: edit.box, step: edit.step, onChange: edit.onChange } } : {})}
           />
         ) : (
-          <div className="tv-empty muted">No image yet.</div>
+          <div className="tv-empty muted" data-testid="no-image">{noImage}</div>
         )}
         {t.error ? <div className="tv-run-error" role="alert" data-testid="trajectory-error">{t.error}</div> : null}
       </div>
