@@ -13,7 +13,7 @@ import type { EngineDtype } from './types';
 /** Models that ship in the package (listed and usable by name without being added); `dir` is relative to the package root. */
 export const BUNDLED_MODELS: ReadonlyArray<{ id: string; dir: readonly string[]; name: string }> = [
   { id: 'tiny-random-qwen25vl', dir: ['models', 'tiny-random-qwen25vl'], name: 'tiny-random-qwen25vl (bundled test model, random weights)' },
-  { id: 'loupe-tiny', dir: ['models', 'loupe-tiny', 'model'], name: 'loupe-tiny (bundled; zooms onto the target, reads 19 in 20 tags and 3 in 4 ring numbers — see its card)' },
+  { id: 'loupe-tiny', dir: ['models', 'loupe-tiny', 'model'], name: 'loupe-tiny (bundled; knows only loupe-synth scenes: rings, tags, dot boxes, tag pairs — see its card)' },
 ];
 
 /** A local model a `--model` value or a picker choice names: its registered (or bundled) id and its folder. */

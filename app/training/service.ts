@@ -25,7 +25,7 @@ import type { MetricFormat, MetricPoint } from './metrics';
 import { monitorJob, type MonitorHandle } from './monitor';
 import { JobStore } from './jobStore';
 import { ALL_TEMPLATES, LOUPE_TINY_CHECKING, buildForm, checkLoupeTiny, findTemplate, templateInfo, type LoupeTinyState } from './templateInfo';
-import { findTorchPython, type TorchPython } from '../workspace/python';
+import { findTrainerPython, type TrainerPython } from '../workspace/python';
 import { writeFileAtomic } from '../workspace/fsutil';
 
 // ───────────── checkpoints in logs ─────────────
@@ -91,7 +91,7 @@ export function createTrainingService(o: TrainingServiceOptions) {
   const secrets = o.secrets;
   const jobs = new JobStore(o.workspace);
   // Checked once per service: a Python that imports torch does not come and go while the app runs.
-  let torchPython: Promise<TorchPython> | null = null;
+  let torchPython: Promise<TrainerPython> | null = null;
   let loupeTiny: LoupeTinyState = LOUPE_TINY_CHECKING;
   const localConfig = { kind: 'local' as const, name: 'local', root: path.join(dir, 'jobs') };
 
@@ -293,8 +293,10 @@ export function createTrainingService(o: TrainingServiceOptions) {
     store: jobs,
     /** A connector of this workspace by name (`local` or one saved under Connectors). */
     connector: (name: string) => getConnector(name),
-    templates: async () => {
-      torchPython ??= findTorchPython();
+    /** recheck: look for the trainer's Python again (the page's "Check again": installed since the last look). */
+    templates: async (recheck = false) => {
+      if (recheck) torchPython = null;
+      torchPython ??= findTrainerPython();
       const tp = torchPython;
       loupeTiny = await checkLoupeTiny(root, () => tp);
       return { templates: ALL_TEMPLATES.map((t) => templateInfo(t, loupeTiny)) };

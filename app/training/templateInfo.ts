@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { FieldIssue, TemplateField, TemplateInfo } from '../contract';
 import { LOUPE_TINY_DRIVER, TEMPLATES, getTemplate } from './templates';
 import type { JobTemplate, TemplateOutput } from './types';
-import type { TorchPython } from '../workspace/python';
+import { LOUPE_TINY_PY_MODULES, type TrainerPython } from '../workspace/python';
 
 /** Every template the Training page offers (the upstream recipes and the custom script). */
 export const ALL_TEMPLATES: JobTemplate[] = TEMPLATES as unknown as JobTemplate[];
@@ -110,39 +110,62 @@ function fieldsOf(schema: Json, prefix = ''): TemplateField[] {
 export interface LoupeTinyState {
   ok: boolean;
   notice: string;
+  /** When not ok: the reason in a few words, for the template list ("torch is missing", "not in this build"). */
+  reason?: string;
 }
 export const LOUPE_TINY_CHECKING: LoupeTinyState = { ok: false, notice: 'Checking for Python with torch…' };
 
 /** The loupe-tiny template is runnable when the driver and a train.py with the fine-tune flags exist and torch imports. */
-export async function checkLoupeTiny(root: string, torchPython: () => Promise<TorchPython>): Promise<LoupeTinyState> {
+export async function checkLoupeTiny(root: string, torchPython: () => Promise<TrainerPython>): Promise<LoupeTinyState> {
   const driver = path.join(root, LOUPE_TINY_DRIVER);
   const trainer = path.join(root, 'models', 'loupe-tiny', 'train.py');
   const src = await fs.promises.readFile(trainer, 'utf8').catch(() => null);
   if (!fs.existsSync(driver) || src === null) {
-    return { ok: false, notice: `The loupe-tiny trainer is not part of this build (${LOUPE_TINY_DRIVER} or models/loupe-tiny/train.py is missing): the job fails at once.` };
+    return { ok: false, reason: 'not in this build', notice: `The loupe-tiny trainer is not part of this build (${LOUPE_TINY_DRIVER} or models/loupe-tiny/train.py is missing): the job fails at once.` };
   }
   if (!src.includes('--max-steps') || !src.includes('--init')) {
-    return { ok: false, notice: 'models/loupe-tiny/train.py in this build predates the local fine-tune (no --init/--max-steps): the job would fail at the train phase.' };
+    return { ok: false, reason: 'trainer too old', notice: 'models/loupe-tiny/train.py in this build predates the local fine-tune (no --init/--max-steps): the job would fail at the train phase.' };
   }
   const py = await torchPython();
-  return 'torch' in py
-    ? { ok: true, notice: `Runs here: synth → prepare → train on ${py.python} (torch ${py.torch}). CPU-sized defaults: a few minutes in all. LOUPE_PYTHON chooses another Python.` }
-    : { ok: false, notice: `needs Python 3 with torch (pip install torch, or apt install python3-torch): none of ${py.tried.join(', ')} imports torch, so the job fails at once. Set LOUPE_PYTHON to a Python that has it.` };
+  if ('torch' in py) {
+    return { ok: true, notice: `Runs here: synth → prepare → train on ${py.python} (torch ${py.torch}). CPU-sized defaults: a few minutes in all. LOUPE_PYTHON chooses another Python.` };
+  }
+  // the modules the best candidate lacks (the one missing fewest), named the way a user installs them
+  const lacks = Object.values(py.missing).sort((a, b) => a.length - b.length)[0] ?? ['torch'];
+  const what = lacks.length === 1 ? `${lacks[0]} is missing` : `${lacks.join(', ')} are missing`;
+  const how = LOUPE_TINY_PY_MODULES.filter((m) => lacks.includes(m.module)).map((m) => `${m.module}: ${m.install}`).join('; ');
+  const per = py.tried.map((p) => `${p}: no ${(py.missing[p] ?? []).join(', ')}`).join('; ');
+  return {
+    ok: false,
+    reason: what,
+    notice: `${what[0]?.toUpperCase()}${what.slice(1)}: the fine-tune needs Python 3 with ${LOUPE_TINY_PY_MODULES.map((m) => m.module).join(', ')} (${per}), so the job would fail at once. Install ${how ? `(${how})` : 'them'}, or set LOUPE_PYTHON to a Python that has them, then press Check again.`,
+  };
 }
 
 export function templateInfo(t: JobTemplate, loupeTinyState: LoupeTinyState): TemplateInfo {
   const js = z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Json;
   let available = true;
   let notice: string | undefined;
+  let reason: string | undefined;
   if (t.id === 'loupe-tiny-finetune') {
     available = loupeTinyState.ok;
     notice = loupeTinyState.notice;
+    reason = loupeTinyState.reason;
   } else if (t.id === 'custom-script') {
     notice = 'Runs your script as typed. The default script is synthetic: it prints made-up verl-format metrics and trains nothing.';
   } else {
     notice = `Needs the upstream trainer installed where the job runs (source: ${t.source}). Loupe generates the command; it does not install the trainer.`;
   }
-  return { id: t.id, title: t.title, description: t.description, source: t.source, available, ...(notice ? { notice } : {}), fields: fieldsOf(js) };
+  return {
+    id: t.id,
+    title: t.title,
+    description: t.description,
+    source: t.source,
+    available,
+    ...(notice ? { notice } : {}),
+    ...(!available && reason ? { unavailableReason: reason } : {}),
+    fields: fieldsOf(js),
+  };
 }
 
 export const findTemplate = getTemplate;

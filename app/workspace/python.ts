@@ -41,6 +41,42 @@ export function findPythonSync(module: string, env: NodeJS.ProcessEnv = process.
   return null;
 }
 
+/** Every Python module models/loupe-tiny/train.py (and what it imports: qwen_torch, scene_traj, pr_env, rl) needs for a
+ * fine-tune; the ONNX export's transformers/onnx are optional (train.py skips the export without them and says so). */
+export const LOUPE_TINY_PY_MODULES = [
+  { module: 'torch', install: 'python3-torch / pip install torch' },
+  { module: 'numpy', install: 'python3-numpy / pip install numpy' },
+  { module: 'PIL', install: 'python3-pil / pip install pillow' },
+] as const;
+
+/** The trainer's Python, or which of the trainer's modules each candidate lacks. */
+export type TrainerPython = { python: string; torch: string } | { python: null; tried: string[]; missing: Record<string, string[]> };
+
+/** The first candidate that has every module of LOUPE_TINY_PY_MODULES (find_spec, without importing them; torch is then
+ * imported for its version and to prove it loads). A slow machine can take a while to import torch: 180 s. */
+export async function findTrainerPython(env: NodeJS.ProcessEnv = process.env): Promise<TrainerPython> {
+  const tried = pythonCandidates(env);
+  const names = LOUPE_TINY_PY_MODULES.map((m) => m.module);
+  const code =
+    `import importlib.util, json\nm = [n for n in ${JSON.stringify(names)} if importlib.util.find_spec(n) is None]\n` +
+    `v = None\nif not m:\n    import torch\n    v = torch.__version__\nprint(json.dumps({"missing": m, "torch": v}))`;
+  const missing: Record<string, string[]> = {};
+  for (const py of tried) {
+    const out = await new Promise<string | null>((resolve) => {
+      execFile(py, ['-c', code], { timeout: 180_000 }, (err, stdout) => resolve(err ? null : stdout.trim()));
+    });
+    let r: { missing: string[]; torch: string | null } | null = null;
+    try {
+      r = out ? (JSON.parse(out.split('\n').pop() ?? '') as { missing: string[]; torch: string | null }) : null;
+    } catch {
+      r = null;
+    }
+    if (r && r.missing.length === 0 && r.torch) return { python: py, torch: r.torch };
+    missing[py] = r ? r.missing : ['python3 itself (it did not run)'];
+  }
+  return { python: null, tried, missing };
+}
+
 /** A Python with torch (the loupe-tiny driver resolves the same way). */
 export async function findTorchPython(env: NodeJS.ProcessEnv = process.env): Promise<TorchPython> {
   const r = await findPython('torch', env);

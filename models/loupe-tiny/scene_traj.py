@@ -44,21 +44,31 @@ import pr_env as E  # noqa: E402
 import pretrain_reading as PR  # noqa: E402
 import train as T  # noqa: E402
 
-KINDS = ("ring-digits", "tag-letter")
+KINDS = ("ring-digits", "tag-letter", "box-dots", "left-of")
 _DRAW = itertools.count()  # unique image keys across threads
 
 
 def read_out(s):
-    """trajectories.ts readOut for the two reading kinds."""
+    """trajectories.ts readOut: what the crop shows, then the boxed answer. Dots are counted one by one ("I count 1, 2,
+    3: \\boxed{3}"), so each number is a look at one more dot (the glyph pointer below) and the answer is the last one."""
     f = s["facts"]
     if s["category"] == "ring-digits":
         return f"The ring shows {', '.join(str(f['digits']))}: \\boxed{{{s['answer']}}}"
+    if s["category"] == "box-dots":
+        return f"I count {', '.join(str(k) for k in range(1, int(f['count']) + 1))}: \\boxed{{{s['answer']}}}"
+    if s["category"] == "left-of":
+        return f"{f['left']} is left of {f['right']}: \\boxed{{{s['answer']}}}"
     return f"The tag shows {f['letter']}: \\boxed{{{s['answer']}}}"
+
+
+def verb(s):
+    """trajectories.ts verb: the left-of target is two tags."""
+    return "are" if s["category"] == "left-of" else "is"
 
 
 def first_turn(s, bbox):
     label, n = s["target"]["label"], s["target"]["norm"]
-    return T.first_turn_text(label[0].upper() + label[1:], "is", (n[0] + n[2]) / 2, (n[1] + n[3]) / 2, bbox)
+    return T.first_turn_text(label[0].upper() + label[1:], verb(s), (n[0] + n[2]) / 2, (n[1] + n[3]) / 2, bbox)
 
 
 def encoder(tok_dir, max_pixels):
@@ -215,7 +225,7 @@ def build_video(sc, picks, bbox, enc, tok, max_pixels):
     x1, y1, x2, y2 = s["target"]["px"]
     rec = {"qid": s["qid"], "kind": "frames-zoom", "category": s["category"], "answer": s["answer"], "ids": ids,
            "spans": [[a0, e0], [a1, e1], [a2, len(ids)]], "images": images + [{"key": kc, "grid": gc}], "fresh": True,
-           "glyphs": glyph_pointers(s, read_out(s), a2, tok, plan["cropBox"], fsize),
+           "glyphs": glyph_pointers(s, read_out(s), a2, tok, plan["cropBox"], fsize, sc),
            "frame_target": [x1 / s["width"], y1 / s["height"], x2 / s["width"], y2 / s["height"]]}
     pix = {kf[i]: frames[i] for i in range(len(frames))}
     pix[kc] = c
@@ -247,7 +257,7 @@ def build(sc, bbox, enc, tok, max_pixels):
     kg, kc = f"scene:{s['qid']}:g", f"scene:{s['qid']}:c{n}"
     rec = {"qid": s["qid"], "kind": "zoom", "category": s["category"], "answer": s["answer"], "ids": ids,
            "spans": [[a0, e0], [a1, len(ids)]], "images": [{"key": kg, "grid": g0}, {"key": kc, "grid": g1}], "fresh": True,
-           "glyphs": glyph_pointers(s, t2, a1, tok, plan["cropBox"], sc["size"])}
+           "glyphs": glyph_pointers(s, t2, a1, tok, plan["cropBox"], sc["size"], sc)}
     return rec, {kg: g, kc: c}
 
 
@@ -270,30 +280,121 @@ def glyph_boxes(s):
     return []
 
 
-def glyph_pointers(s, text, at, tok, crop_box, size):
+def _region_px(sc):
+    """A function (x, y) in the scene's own pixels -> the RGB value at that point of the cached region (the initially
+    resized image, or the video's target frame at the tool's size), or None outside it."""
+    s = sc["sample"]
+    reg = np.asarray(sc["region"])
+    ox, oy = sc["origin"]
+    sx, sy = sc["size"][0] / s["width"], sc["size"][1] / s["height"]
+
+    def at(x, y):
+        c, r = int(x * sx - ox), int(y * sy - oy)
+        return reg[r, c].astype(np.int32) if 0 <= r < reg.shape[0] and 0 <= c < reg.shape[1] else None
+    return at, sx, sy
+
+
+def dot_cells(sc):
+    """box-dots: the dots of the target box as the generator drew them (scene.ts boxWithDots: a 3 x 3 grid, 4 x 3 for
+    more than 6 dots, cells 1.8 dot wide inside a pad of stroke + 0.8 dot), read off the image: a cell holds a dot where
+    its centre is dark. -> ([(cx, cy, d)] of the dots in reading order (rows top to bottom, each left to right),
+    [(cx, cy, d)] of every cell in the same order), in the scene's pixels; None where the cells found do not add up to
+    the sample's count (then the scene gets no pointers)."""
+    s = sc["sample"]
+    f = s.get("facts", {})
+    count, d = int(f.get("count", 0)), float(f.get("dotDiameter", 0))
+    if not (1 <= count <= 12 and d > 0 and sc.get("region") is not None):
+        return None
+    at, _, _ = _region_px(sc)
+    x1, y1 = s["target"]["px"][:2]
+    cols, cell, pad = (4 if count > 6 else 3), 1.8 * d, max(2.0, 0.45 * d) + 0.8 * d
+    cells = [(x1 + pad + (i % cols) * cell + cell / 2, y1 + pad + (i // cols) * cell + cell / 2, d) for i in range(cols * 3)]
+    dots = []
+    for c in cells:
+        v = at(c[0], c[1])
+        if v is None:
+            return None
+        if v.mean() < 110:  # a dot is #1c1c1c on #f6f5ee; the resize blurs its rim, not its centre
+            dots.append(c)
+    return (dots, cells) if len(dots) == count else None
+
+
+def pair_tags(sc):
+    """left-of: the two yellow tags' letters as drawn (scene.ts: the left tag at the region's left edge, the right one
+    at its right edge, each 8.6 p wide and 10 p high, the letter 5 x 7 p in the middle; one of them lower by up to 2.5
+    tag heights): each tag's vertical centre is the middle of the yellow run in a column of its left padding. ->
+    [(left letter, cx, cy, w, h), (right letter, ...)] in the scene's pixels, or None."""
+    s = sc["sample"]
+    f = s.get("facts", {})
+    p = float(f.get("fontPixel", 0))
+    if p <= 0 or sc.get("region") is None:
+        return None
+    at, _, sy = _region_px(sc)
+    x1, y1, x2, y2 = s["target"]["px"]
+    tw = 8.6 * p
+    out = []
+    for letter, cx in ((f["left"], x1 + tw / 2), (f["right"], x2 - tw / 2)):
+        col = cx - tw / 2 + 0.9 * p
+        ys = [y1 + (y2 - y1) * k / 200 for k in range(201)]
+        yellow = [y for y in ys if (v := at(col, y)) is not None and v[0] > 170 and v[1] > 130 and v[2] < 120]
+        if not yellow:
+            return None
+        out.append((str(letter), cx, (yellow[0] + yellow[-1]) / 2, 5 * p, 7 * p))
+    return out
+
+
+def glyph_pointers(s, text, at, tok, crop_box, size, sc=None):
     """The reading turn's glyphs, for train.py's glyph pointer (--aux-digit): [(query, cx, cy, w, h, kind)] per glyph the
     turn says ("The ring shows 7, 1, 3, 9", "The tag shows X"), in order, where `query` is the sequence position whose
     output predicts the token that starts with that glyph (the turn starts at position `at`), and the box is the glyph's
     in the crop image, normalized to it (crop_box: the crop in the initially resized image of `size` [w, h]); kind 0.
     Then, for a ring, one entry of kind 1 per digit: its query is the digit's own token (whose output says whether
     another digit follows: ',' or ':') and its box the next digit's place, one digit pitch to the right (after the last
-    digit: the empty inside of the ring), so the model looks there before it decides how many digits there are."""
+    digit: the empty inside of the ring), so the model looks there before it decides how many digits there are.
+    With the scene `sc` (its cached region), the two kinds that need more than one glyph's look:
+    - box-dots ("I count 1, 2, 3"): number k looks at the k-th dot (reading order); kind 1 from number k's own token
+      to the next dot, after the last one to every empty cell after it (equal shares: one entry each), so whether the
+      count goes on is decided by looking at what is left of the box;
+    - left-of ("K is left of R"): the first letter looks at the left tag's letter, the second at the right tag's."""
+    sx, sy = size[0] / s["width"], size[1] / s["height"]
+    x0, y0, x1, y1 = crop_box
+    ids = tok.encode(text)
+    # character end of each token (byte-level BPE on ASCII text: decoding a prefix is exact)
+    ends = [len(tok.decode(ids[:i + 1])) for i in range(len(ids))]
+    tok_at = lambda pos: next(i for i, e in enumerate(ends) if e > pos)  # noqa: E731
+    norm = lambda cx, cy, w, h: ((cx * sx - x0) / (x1 - x0), (cy * sy - y0) / (y1 - y0), w * sx / (x1 - x0), h * sy / (y1 - y0))  # noqa: E731
+    if s["category"] == "box-dots":
+        got = dot_cells(sc) if sc is not None else None
+        m = re.match(r"I count ", text)
+        if not got or not m:
+            return []
+        dots, cells = got
+        out = []
+        for k, (cx, cy, d) in enumerate(dots):
+            pos = m.end() + 3 * k  # "1, 2, 3": a number every three characters (at most 12 dots: 10-12 take a second digit)
+            if k >= 9 or text[pos:pos + 1] != str(k + 1):
+                return out
+            t = tok_at(pos)
+            out.append((at + t - 1, *norm(cx, cy, d, d), 0))
+            later = dots[k + 1:k + 2] or cells[cells.index((cx, cy, d)) + 1:]
+            out += [(at + t, *norm(nx, ny, nd, nd), 1) for nx, ny, nd in later]
+        return out
+    if s["category"] == "left-of":
+        got = pair_tags(sc) if sc is not None else None
+        if not got or not text.startswith(f"{got[0][0]} is left of {got[1][0]}"):
+            return []
+        return [(at + tok_at(pos) - 1, *norm(cx, cy, w, h), 0) for pos, (_, cx, cy, w, h) in zip((0, len(f"{got[0][0]} is left of ")), got)]
     boxes = glyph_boxes(s)
     m = re.match(r"The (?:ring|tag) shows ", text)
     if not boxes or not m:
         return []
-    ids = tok.encode(text)
-    # character end of each token (byte-level BPE on ASCII text: decoding a prefix is exact)
-    ends = [len(tok.decode(ids[:i + 1])) for i in range(len(ids))]
-    sx, sy = size[0] / s["width"], size[1] / s["height"]
-    x0, y0, x1, y1 = crop_box
     out = []
     for k, (ch, cx, cy, w, h) in enumerate(boxes):
         pos = m.end() + 3 * k  # "7, 1, 3": a glyph every three characters
         if text[pos:pos + 1] != ch:
             return []
-        t = next(i for i, e in enumerate(ends) if e > pos)
-        box = ((cx * sx - x0) / (x1 - x0), (cy * sy - y0) / (y1 - y0), w * sx / (x1 - x0), h * sy / (y1 - y0))
+        t = tok_at(pos)
+        box = norm(cx, cy, w, h)
         out.append((at + t - 1, *box, 0))
         if s["category"] == "ring-digits":
             pitch = h * (SEG_ASPECT + SEG_GAP) * sx / (x1 - x0)

@@ -955,6 +955,10 @@ def main():
 
     order, step, epoch = [], 0, 0
     t0 = time.time()
+    if val and a.init and os.path.exists(os.path.join(a.init, "model.safetensors")):
+        # the starting model's validation, before any update: a fine-tune of the shipped weights starts where the shipped
+        # model is (its first logged validation is the shipped model's on the same data)
+        vline(0)
     model.train()
     while True:
         el = time.time() - t0

@@ -32,15 +32,18 @@ tar -C "$W" -xJf "$PACK" || { st "unpack failed"; exit 1; }
 NODE="$W/node-pack/node"
 TOK=models/tiny-random-qwen25vl
 # RL and held-out scenes (kept with their images), then the SFT data until the deadline
-[ "$RL_MIN" != 0 ] && "$NODE" "$W/node-pack/datagen.mjs" --seeds 7001-7002 --n 50 --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/rl" --workers 2 --keep-scenes > "$W/datagen-rl.log" 2>&1 &
-[ "$RL_MIN" != 0 ] && "$NODE" "$W/node-pack/datagen.mjs" --seeds 8 --n 40 --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/heldout" --workers 1 --keep-scenes > "$W/datagen-heldout.log" 2>&1 &
+# SFT_KINDS / RL_KINDS: the kinds of the prepared SFT data and of the RL scenes (default: the two reading kinds);
+# RL_SEEDS / RL_EVAL_SEED: RL's training scenes and the scenes of its own greedy check (never the validation or test seeds)
+RL_SEEDS=${RL_SEEDS:-7001-7002}; RL_EVAL_SEED=${RL_EVAL_SEED:-8}; RL_KINDS=${RL_KINDS:-ring-digits,tag-letter}
+[ "$RL_MIN" != 0 ] && "$NODE" "$W/node-pack/datagen.mjs" --seeds "$RL_SEEDS" --n 50 --kinds "$RL_KINDS" --tokenizer $TOK --out "$W/rl" --workers 2 --keep-scenes > "$W/datagen-rl.log" 2>&1 &
+[ "$RL_MIN" != 0 ] && "$NODE" "$W/node-pack/datagen.mjs" --seeds "$RL_EVAL_SEED" --n 40 --kinds "$RL_KINDS" --tokenizer $TOK --out "$W/heldout" --workers 1 --keep-scenes > "$W/datagen-heldout.log" 2>&1 &
 st datagen
 READ_MIN=${READ_MIN:-0}
 NEED_SC=; { [ "$READ_MIN" != 0 ] || [ -n "${SFT_SCENES:-}" ]; } && NEED_SC=1
 KEEP=(); [ -n "$NEED_SC" ] && KEEP=(--keep-scenes)
 [ -n "$NEED_SC" ] && [ -n "${READ_SEEDS:-}" ] && "$NODE" "$W/node-pack/datagen.mjs" --seeds "$READ_SEEDS" --n "${READ_N:-50}" --kinds "${READ_KINDS:-ring-digits,tag-letter}" --tokenizer $TOK \
   --video "${READ_VIDEO:-0}" --out "$W/read" --workers "${READ_WORKERS:-4}" --deadline-s "$DATA_S" --scenes-only > "$W/datagen-read.log" 2>&1 &
-"$NODE" "$W/node-pack/datagen.mjs" --seeds "${SEEDS:-1000-1599}" --n "${N_PER_SEED:-50}" --video "${VIDEO:-1}" --kinds ring-digits,tag-letter --tokenizer $TOK --out "$W/data" \
+"$NODE" "$W/node-pack/datagen.mjs" --seeds "${SEEDS:-1000-1599}" --n "${N_PER_SEED:-50}" --video "${VIDEO:-1}" --kinds "${SFT_KINDS:-ring-digits,tag-letter}" --tokenizer $TOK --out "$W/data" \
   --workers "${WORKERS:-18}" --deadline-s "$DATA_S" "${KEEP[@]}" > "$W/datagen.log" 2>&1
 wait
 st "datagen done: $(ls -d "$W"/data/prep-* 2>/dev/null | grep -vc "\.tmp") seeds"
@@ -84,8 +87,9 @@ PY
 for n in sftA sftB; do [ -e "$W/$n/model.safetensors" ] && ship $n "$W/$n"; done
 st "sft done: best $BEST"
 if [ "$RL_MIN" != 0 ]; then
-  python3 models/loupe-tiny/rl.py --model "$W/$BEST" --scenes "$W/rl/synth-7001,$W/rl/synth-7002" --eval-scenes "$W/heldout/synth-8" --eval-n 40 \
-    --out "$W/rlout" --minutes "$RL_MIN" --steps 1000 --group 8 --scenes-per-step 4 --lr 3e-5 --device cuda > "$W/rl.log" 2>&1 || st "rl failed"
+  RLS=$(ls -d "$W"/rl/synth-* | paste -sd,)
+  python3 models/loupe-tiny/rl.py --model "$W/$BEST" --scenes "$RLS" --eval-scenes "$(ls -d "$W"/heldout/synth-* | head -1)" --eval-n 40 \
+    --out "$W/rlout" --minutes "$RL_MIN" --steps 1000 --group 8 --scenes-per-step 4 --lr "${RL_LR:-3e-5}" ${RL_ARGS:-} --device cuda > "$W/rl.log" 2>&1 || st "rl failed"
   ship rl "$W/rlout/model"
   st "rl done"
 fi

@@ -4,7 +4,9 @@
  * torch; the grounded recipe with the reading signals), and the loss chart fills from the trainer's verl console lines
  * while the job runs. Then a job with a missing base model fails at once with the driver's message.
  */
-import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -12,8 +14,8 @@ import { openTrainingPage, ROOT, screenshot, waitJobViewState, type AppProcess }
 
 type Doc = { querySelector(s: string): { textContent: string | null; getAttribute(a: string): string | null } | null };
 
-// loupe-tiny's own weights when the build has them; otherwise the tiny random model of the same architecture.
-const BASE = existsSync(path.join(ROOT, 'models/loupe-tiny/model/model.safetensors')) ? 'models/loupe-tiny/model' : 'models/tiny-random-qwen25vl';
+// loupe-tiny ships its trainable weights (fp16): the fine-tune starts from the shipped model.
+const BASE = 'models/loupe-tiny/model';
 
 async function fill(page: Page, field: string, value: string): Promise<void> {
   await page.locator(`[data-field="${field}"] input`).fill(value);
@@ -99,6 +101,31 @@ describe('Training page · loupe-tiny local fine-tune', () => {
     expect(text).toMatch(/step:1 - train\/loss:[\d.]+ - .* - train\/aux_tgt:[\d.]+ - .*train\/aux_attn:[\d.]+/);
     expect(text).toMatch(/step:3 - val\/loss:.* - val\/aux_glyph:[\d.]+ - .*val\/aux_attn2:[\d.]+/);
     expect(text).toMatch(/step:3 - val\/loss:[\d.]+ - val\/seq_exact:/);
+    // The first logged validation is the shipped model's: the same train.py command with no step (--max-steps 0)
+    // evaluates the shipped weights on the same validation split and logs the same line.
+    const first = /^step:0 - val\/loss:.*$/m.exec(text)?.[0];
+    expect(first).toBeDefined();
+    expect(text.indexOf(first!)).toBeLessThan(text.indexOf('step:1 - train/loss:'));
+    const cmd = /^\[3\/3\] train: (\S+) models\/loupe-tiny\/train\.py (.+)$/m.exec(text);
+    expect(cmd).not.toBeNull();
+    const again = mkdtempSync(path.join(os.tmpdir(), 'loupe-tiny-step0-'));
+    try {
+      const args = cmd![2]!.split(' ');
+      const set = (flag: string, v: string): void => {
+        const i = args.indexOf(flag);
+        if (i >= 0) args[i + 1] = v;
+        else args.push(flag, v);
+      };
+      set('--out', again);
+      set('--max-steps', '0');
+      set('--export', 'none');
+      expect(args[args.indexOf('--init') + 1]).toBe(path.join(ROOT, BASE));
+      const r = spawnSync(cmd![1]!, ['models/loupe-tiny/train.py', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 240_000 });
+      expect(r.status, r.stderr).toBe(0);
+      expect(/^step:0 - val\/loss:.*$/m.exec(r.stdout)?.[0]).toBe(first);
+    } finally {
+      rmSync(again, { recursive: true, force: true });
+    }
     expect(text).toMatch(/done: \S+\/model/);
     expect(text).toMatch(/LOUPE_MODEL: \S+\/model/);
     const points = Number(await page.locator('[data-testid=metric-chart][data-metric="train/loss"]').getAttribute('data-points'));

@@ -114,7 +114,9 @@ function readOut(s: SynthSample): string {
     case 'tag-letter':
       return `The tag shows ${f.letter}: \\boxed{${s.answer}}`;
     case 'box-dots':
-      return `I count ${f.count === 1 ? '1 dot' : `${f.count} dots`}: \\boxed{${s.answer}}`;
+      // One number per dot ("I count 1, 2, 3: \\boxed{3}"): a small model counts by looking at one more dot per
+      // number, and the answer is the last number it reached.
+      return `I count ${Array.from({ length: Number(f.count) }, (_, i) => i + 1).join(', ')}: \\boxed{${s.answer}}`;
     case 'left-of':
       return `${f.left} is left of ${f.right}: \\boxed{${s.answer}}`;
   }

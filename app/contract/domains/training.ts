@@ -38,6 +38,8 @@ export const TemplateInfoSchema = z.object({
   available: z.boolean(),
   /** Why it is unavailable, or what to know first. */
   notice: z.string().optional(),
+  /** When unavailable: the reason in a few words, for the template list ("torch is missing", "not in this build"). */
+  unavailableReason: z.string().optional(),
   fields: z.array(TemplateFieldSchema),
 });
 export type TemplateInfo = z.infer<typeof TemplateInfoSchema>;
@@ -202,7 +204,8 @@ export type JobSnapshot = z.infer<typeof JobSnapshotSchema>;
 const JobKey = z.object({ key: z.string().min(1) });
 
 export const trainingCalls = {
-  'training:templates': { req: Empty, res: z.object({ templates: z.array(TemplateInfoSchema) }) },
+  /** recheck: look again for what a template needs on this machine (the Training page's "Check again"). */
+  'training:templates': { req: z.object({ recheck: z.boolean().optional() }), res: z.object({ templates: z.array(TemplateInfoSchema) }) },
   /** Validate parameters and show the job (script, env, notes) for a connector kind. */
   'training:render': {
     req: z.object({ templateId: z.string(), params: z.record(z.string(), z.unknown()), connector: z.string().default('local') }),

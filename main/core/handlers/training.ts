@@ -5,7 +5,7 @@ import type { TrainingService } from '../../../app/training/service';
 
 export function trainingHandlers(training: TrainingService): DomainHandlers<typeof trainingCalls> {
   return {
-    'training:templates': () => training.templates(),
+    'training:templates': ({ recheck }) => training.templates(recheck === true),
     'training:render': (req) => training.render(req),
     'training:connectors': () => training.connectors(),
     'training:connectorSave': (req) => training.connectorSave(req),

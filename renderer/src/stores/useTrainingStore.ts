@@ -70,6 +70,8 @@ interface TrainingState {
   setJobName(name: string): void;
   render(): Promise<void>;
   submit(): Promise<void>;
+  /** Look again for what the templates need on this machine ("Check again": torch installed since the page opened). */
+  recheckTemplates(): Promise<void>;
   loadConnectors(): Promise<void>;
   saveConnector(config: RemoteConnectorConfig): Promise<void>;
   deleteConnector(name: string): Promise<void>;
@@ -276,6 +278,15 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
       await get().openJob(job.key);
     } catch (e) {
       set({ submitting: false, submitError: message(e) });
+    }
+  },
+
+  async recheckTemplates() {
+    try {
+      const { templates } = await getClient().call('training:templates', { recheck: true });
+      set({ templates, error: null });
+    } catch (e) {
+      set({ error: message(e) });
     }
   },
 

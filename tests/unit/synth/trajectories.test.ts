@@ -162,7 +162,7 @@ describe('loupe-synth SFT trajectories', () => {
       const reading = {
         'ring-digits': `The ring shows ${[...String(f.digits)].join(', ')}: \\boxed{${s.answer}}`,
         'tag-letter': `The tag shows ${f.letter}: \\boxed{${s.answer}}`,
-        'box-dots': `I count ${f.count} dot${f.count === 1 ? '' : 's'}: \\boxed{${s.answer}}`,
+        'box-dots': `I count ${Array.from({ length: Number(f.count) }, (_, i) => i + 1).join(', ')}: \\boxed{${s.answer}}`,
         'left-of': `${f.left} is left of ${f.right}: \\boxed{${s.answer}}`,
       }[s.category];
       for (const t of synthTrajectories(s)) {

@@ -15,6 +15,7 @@ export function MediaPicker() {
   const examples = useDemoStore(useShallow((s) => s.examples));
   const examplesState = useDemoStore((s) => s.examplesState);
   const pickExample = useDemoStore((s) => s.pickExample);
+  const tinyLocal = useDemoStore((s) => s.engineKind === 'local' && s.localModelId === 'loupe-tiny');
   const [over, setOver] = useState(false);
   const [pathText, setPathText] = useState('');
   const input = useRef<HTMLInputElement>(null);
@@ -58,6 +59,18 @@ export function MediaPicker() {
       </div>
       {media.length ? <div className="muted" data-testid="media-summary">{isVideo ? `video: ${media.length} frames` : `${media.length} image${media.length > 1 ? 's' : ''}`} · {media[0]!.width}×{media[0]!.height}</div> : null}
       {importError ? <div className="demo-error" role="alert" data-testid="import-error">{importError}</div> : null}
+      {/* loupe-tiny was trained on loupe-synth scenes only: on a photo it still answers, about rings and tags that are not
+          there. One line, not a block: the user may want to see exactly that. */}
+      {tinyLocal && media.length && !examples.some((ex) => ex.media.some((m) => m.id === media[0]!.id)) ? (
+        <div
+          className="muted demo-tiny-notice"
+          data-testid="tiny-notice"
+          title="loupe-tiny was trained on loupe-synth scenes only (rings, tags, dot boxes, tag pairs): on other images its answers are not about the image"
+          style={{ whiteSpace: 'nowrap', overflow: 'hidden', textOverflow: 'ellipsis' }}
+        >
+          loupe-tiny knows only loupe-synth scenes.
+        </div>
+      ) : null}
       {examples.length || examplesState !== 'ready' ? (
         <div className="demo-examples" data-testid="examples" data-state={examplesState}>
           <span className="muted">{examplesState === 'error' ? 'The example scenes could not be loaded (see the message above).' : examples.length ? 'Try a loupe-synth scene with loupe-tiny:' : 'Loading the example scenes…'}</span>

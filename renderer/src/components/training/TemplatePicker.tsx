@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useTrainingStore } from '../../stores/useTrainingStore';
 
@@ -6,6 +7,8 @@ export function TemplatePicker() {
   const templates = useTrainingStore(useShallow((s) => s.templates));
   const templateId = useTrainingStore((s) => s.templateId);
   const select = useTrainingStore((s) => s.selectTemplate);
+  const recheck = useTrainingStore((s) => s.recheckTemplates);
+  const [checking, setChecking] = useState(false);
   const t = templates.find((x) => x.id === templateId);
   return (
     <div className="tr-section">
@@ -14,7 +17,7 @@ export function TemplatePicker() {
         {templates.map((x) => (
           <option key={x.id} value={x.id}>
             {x.title}
-            {x.available ? '' : ' — not in this build'}
+            {x.available ? '' : ` — ${x.unavailableReason ?? 'not in this build'}`}
           </option>
         ))}
       </select>
@@ -26,6 +29,20 @@ export function TemplatePicker() {
             <p className={t.available ? 'tr-notice' : 'tr-notice tr-notice-bad'} data-testid="template-notice" role={t.available ? undefined : 'alert'}>
               {t.notice}
             </p>
+          ) : null}
+          {!t.available ? (
+            <button
+              type="button"
+              className="btn"
+              data-testid="template-recheck"
+              disabled={checking}
+              onClick={() => {
+                setChecking(true);
+                void recheck().finally(() => setChecking(false));
+              }}
+            >
+              {checking ? 'Checking…' : 'Check again'}
+            </button>
           ) : null}
         </div>
       ) : null}
