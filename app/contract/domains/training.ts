@@ -82,7 +82,10 @@ export const SecretStoreInfoSchema = z.object({
 });
 export type SecretStoreInfo = z.infer<typeof SecretStoreInfoSchema>;
 
-/** Remote connector settings. Secrets are referenced by name, never included. (`local` is built in.) */
+/**
+ * Remote connector settings. Secrets are referenced by name, never included. (`local` is built in.) The one schema
+ * of connection settings: app/connectors builds its ConnectionConfigSchema from it.
+ */
 export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('slurm-ssh'),
@@ -107,6 +110,8 @@ export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
     tokenSecret: SecretName,
     outputDir: z.string().regex(/^\//, 'outputDir must be an absolute path on the cluster'),
     partition: z.string().optional(),
+    /** slurmrestd API version to speak (e.g. `v0.0.40`; default: the newest the server offers). */
+    apiVersion: z.string().regex(/^v0\.0\.\d+$/, 'apiVersion looks like v0.0.40').optional(),
   }),
   z.object({
     kind: z.literal('ray'),
