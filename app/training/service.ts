@@ -348,11 +348,6 @@ export function createTrainingService(o: TrainingServiceOptions) {
       for (const c of await readConfigs()) if (secretRefs(c).includes(name)) await dropConnector(c.name);
       return listConnectors();
     },
-    secretDelete: async ({ name }: { name: string }) => {
-      await secrets.delete(name);
-      return listConnectors();
-    },
-
     submit: async ({ templateId, params, connector, name, secretEnv, cwd }: { templateId: string; params: unknown; connector: string; name?: string | undefined; secretEnv?: Record<string, string> | undefined; cwd?: string | undefined }) => {
       const t = findTemplate(templateId);
       const r = buildForm(templateId, params);
