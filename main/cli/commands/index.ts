@@ -10,5 +10,6 @@ import { register as importCmd } from './import';
 import { register as evalCmd } from './eval';
 import { register as report } from './report';
 import { register as runCmd } from './run';
+import { register as exportData } from './exportData';
 
-export const commands: Array<(program: Command) => void> = [serve, vectors, synth, serveModel, convert, train, importCmd, evalCmd, report, runCmd];
+export const commands: Array<(program: Command) => void> = [serve, vectors, synth, serveModel, convert, train, importCmd, evalCmd, report, runCmd, exportData];
