@@ -19,7 +19,10 @@ export interface ExportedData {
 export async function exportRunData(runs: RunStore, media: MediaStore, runIds: readonly string[], outDir: string): Promise<ExportedData> {
   if (!runIds.length) throw new Error('name at least one run to export');
   const records: SampleRecord[] = [];
-  for (const id of runIds) records.push(...(await runs.readSamples(id)).records);
+  for (const id of runIds) {
+    await runs.readManifest(id); // an unknown run is an error naming it, not an empty export
+    records.push(...(await runs.readSamples(id)).records);
+  }
   const mediaPath = (id: string) => path.resolve(media.pathOf(id));
   const rl: RlItem[] = [];
   const rlSkipped: SftSkip[] = [];

@@ -17,12 +17,14 @@ export function RunList() {
     <div className="card run-list">
       <div className="run-list-head">
         <h3>Runs</h3>
-        <button type="button" className="btn" disabled={selected.length !== 2} onClick={() => navigate('runs', 'compare', selected[0]!, selected[1]!)} data-testid="compare-runs" title="Tick exactly two runs to compare them sample by sample">
-          Compare
-        </button>
-        <button type="button" className="btn" disabled={selected.length === 0} onClick={() => void exportData()} data-testid="export-data" title="RL rows for verl, Pixel Reasoner and ms-swift, and SFT traces from the correct trajectories of the ticked runs">
-          Export training data
-        </button>
+        <div style={{ display: 'flex', gap: 8 }}>
+          <button type="button" className="btn" disabled={selected.length !== 2} onClick={() => navigate('runs', 'compare', selected[0]!, selected[1]!)} data-testid="compare-runs" title="Tick exactly two runs to compare them sample by sample">
+            Compare
+          </button>
+          <button type="button" className="btn" disabled={selected.length === 0} onClick={() => void exportData()} data-testid="export-data" title="RL rows for verl, Pixel Reasoner and ms-swift, and SFT traces from the correct trajectories of the ticked runs">
+            Export training data
+          </button>
+        </div>
       </div>
       {exported ? (
         <p className="muted small" data-testid="export-data-result" title={exported.dir}>
