@@ -19,12 +19,6 @@ dpkg -s slurm-wlm-jwt-plugin >/dev/null 2>&1 || need_pkgs+=(slurm-wlm-jwt-plugin
 command -v ssh >/dev/null || need_pkgs+=(openssh-client)
 command -v curl >/dev/null || need_pkgs+=(curl)
 command -v jq >/dev/null || need_pkgs+=(jq)
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-  echo "services-up: installing ${need_pkgs[*]}" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
-fi
-
 slurm_ok() {
   [ -s "$SLURM_CI_DIR/token" ] || return 1
   [ "$(SLURM_CONF=$SLURM_CI_DIR/slurm.conf sinfo -h -o %T 2>/dev/null)" = idle ] || \
@@ -38,6 +32,18 @@ sshd_ok() {
   ssh -p "$SSHD_PORT" -i "$SSHD_CI_DIR/id_ed25519" -o UserKnownHostsFile="$SSHD_CI_DIR/known_hosts" \
     -o BatchMode=yes -o ConnectTimeout=3 root@127.0.0.1 true 2>/dev/null
 }
+
+# --check: exit 0 when Slurm, slurmrestd and sshd all answer (nothing is installed, started or written).
+if [ "${1:-}" = --check ]; then slurm_ok && sshd_ok; exit; fi
+
+# --packages: print the missing Debian packages (space-separated, maybe nothing) and stop: scripts/test-setup.sh
+# installs them with everything else the tests need.
+if [ "${1:-}" = --packages ]; then echo "${need_pkgs[*]}"; exit 0; fi
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "services-up: installing ${need_pkgs[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
 
 if slurm_ok; then echo "services-up: slurm already up" >&2
 else

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { electronStatus } from './electron-status.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -30,21 +31,16 @@ if (!fs.existsSync(rendererIndex) || newest(path.join(root, 'renderer')) > fs.st
   run(process.execPath, [path.join(root, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'error']);
 }
 
-let electronBinary = null;
-try {
-  // The electron package exports the binary path; it throws or points nowhere when the download was skipped.
-  const p = require('electron');
-  if (typeof p === 'string' && fs.existsSync(p)) electronBinary = p;
-} catch {
-  electronBinary = null;
-}
+const status = electronStatus({ nodeVersion: process.version, resolve: (id) => require.resolve(id), load: (id) => require(id) });
+const electronBinary = status.ok ? status.binary : null;
 
 if (electronBinary && process.env.LOUPE_BROWSER_MODE !== '1') {
   run(process.execPath, [path.join(root, 'scripts/build-node.mjs')]);
   const child = spawn(electronBinary, [root, ...passthrough], { stdio: 'inherit' });
   child.on('exit', (code) => process.exit(code ?? 0));
 } else {
-  console.log('Electron is not installed here; starting Loupe in browser mode.');
+  if (!status.ok) console.log(status.message);
+  console.log(process.env.LOUPE_BROWSER_MODE === '1' ? 'Starting Loupe in browser mode (LOUPE_BROWSER_MODE=1).' : 'Starting Loupe in browser mode instead.');
   const child = spawn(process.execPath, [path.join(root, 'bin/loupe.mjs'), 'serve', ...passthrough], { stdio: 'inherit' });
   child.on('exit', (code) => process.exit(code ?? 0));
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));

@@ -9,6 +9,7 @@ import { MetricSeries, MetricStreamParser } from './metrics';
 import { msSwiftVsiPluginSource, mra, vsiReward } from './rewards';
 import { buildTemplate, TEMPLATES, TemplateParamsError, templateDefaults } from './templates';
 import type { TemplateOutput } from './types';
+import { describeIf } from '../../tests/support/requirements';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-templates-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -122,9 +123,8 @@ describe('templates', () => {
 });
 
 const py = spawnSync('python3', ['--version']).status === 0 ? 'python3' : null;
-if (!py) console.warn('[training] SKIP plugin parity test: python3 not found');
 
-describe.skipIf(!py)('ms-swift VSI plugin (real Python) agrees with the TypeScript reward', () => {
+describeIf(!!py, { what: 'python3', reason: 'not on PATH; npm test installs Debian\'s python3', provisioned: true }, 'ms-swift VSI plugin (real Python) agrees with the TypeScript reward', () => {
   it('same rewards on the same completions', () => {
     const dir = path.join(tmp, 'swiftstub');
     // A stand-in for ms-swift's registry so the generated plugin imports without ms-swift installed.

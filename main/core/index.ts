@@ -28,11 +28,12 @@ import { createDemoService } from '../../app/demo/service';
 import { SharpAnimationRenderer, toJpeg } from '../../native/image/animation';
 import { createEngineManager, imageOpsFor } from './wiring';
 import { repoRoot } from './repoRoot';
+import { modelsPath, resourcesRoot } from '../../app/paths';
 
 export interface CoreOptions {
   workspace?: string;
   transport: 'electron' | 'browser';
-  /** Electron's safeStorage, adapted by main/electron/main.ts (the core never imports electron). Absent in browser mode. */
+  /** Electron's safeStorage, which main holds; main/electron/coreHost.ts asks it over the utility process's port (the core never imports electron). Absent in browser mode. */
   safeStorage?: SafeStorageAdapter;
 }
 
@@ -93,7 +94,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     },
   });
   const imageOps = await imageOpsFor(ws.media, 'worker');
-  const models = new ModelService({ registryDir: workspace, packageRoot: repoRoot(), engines });
+  // The bundled models sit in models/ under the package root in a clone, under resources/ when packaged (app/paths.ts).
+  const models = new ModelService({ registryDir: workspace, packageRoot: resourcesRoot(), engines });
   const demo = createDemoService({
     workspace,
     media: ws.media,
@@ -102,7 +104,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     imageOps,
     animator: new SharpAnimationRenderer((id) => ws.media.pathOf(id)),
     toJpeg,
-    examplesDir: path.join(repoRoot(), 'models', 'loupe-tiny', 'examples'),
+    examplesDir: modelsPath('loupe-tiny', 'examples'),
     emit,
     setEngineState,
     getEngineState: () => engineState,

@@ -1,14 +1,2 @@
-import path from 'node:path';
-import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
-
-/** The package root (where package.json is), whether run from source or from a bundle. */
-export function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
-    const up = path.dirname(dir);
-    if (up === dir) return process.cwd();
-    dir = up;
-  }
-}
+/** The package root; app/paths.ts owns every path of the layout (clone, `npm start`, packaged app). */
+export { packageRoot as repoRoot } from '../../app/paths';

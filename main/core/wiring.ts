@@ -31,12 +31,13 @@ export interface EngineWiringOptions {
 
 /**
  * An engine manager for a process. A CLI process does one job, so a worker thread is enough; the app's core asks for
- * a child process, because onnxruntime dying inside a thread can take its host process with it.
+ * a crash boundary, because onnxruntime dying inside a thread can take its host process with it: a child process,
+ * or, inside Electron's utilityProcess (itself the boundary), a worker thread (native/engine/isolatedTransport.ts).
  */
 export async function createEngineManager(o: { isolation?: 'thread' | 'process'; maxConcurrent?: number; idleMs?: number; onEvent?: EngineManagerOptions['onEvent'] } = {}): Promise<EngineManager> {
   const transport =
     o.isolation === 'process'
-      ? (await import('../../native/engine/childProcessTransport')).childProcessTransportFactory
+      ? (await import('../../native/engine/isolatedTransport')).isolatedTransportFactory
       : (await import('../../native/engine/workerThreadTransport')).workerThreadTransportFactory;
   return new EngineManager({
     transport,
@@ -58,6 +59,7 @@ export async function probeOpenAI(url: string, apiKey?: string, timeoutMs = 5000
       `cannot reach the OpenAI-compatible server at ${url} (${why}); is it running? Start one with \`loupe serve-model MODEL_DIR --port N\` or vLLM, and pass its /v1 URL`,
     );
   }
+  if (res.status === 401) throw new Error(`the server at ${url} wants an API key (HTTP 401): set LOUPE_API_KEY to the key it printed`);
   if (!res.ok) throw new Error(`the server at ${url} answered GET /models with HTTP ${res.status}; is this an OpenAI-compatible /v1 URL?`);
   let body: unknown;
   try {
@@ -84,13 +86,15 @@ export function engineFactory(o: EngineWiringOptions = {}): EngineFactory {
       return { info: h.info, engineFor: () => h.engine, concurrency: o.concurrency ?? 1, modelHash, dispose: () => h.release() };
     }
     if (m.kind === 'openai') {
-      const models = await probeOpenAI(m.url, o.apiKey);
+      // The key may come from the environment, so it need not sit on argv where any local user can read it.
+      const apiKey = o.apiKey ?? (process.env.LOUPE_API_KEY || undefined);
+      const models = await probeOpenAI(m.url, apiKey);
       const model = m.model || models[0];
       if (!model) throw new Error(`the server at ${m.url} lists no models; name one with ${m.url}#MODEL_ID`);
       if (m.model && models.length && !models.includes(m.model)) throw new Error(`the server at ${m.url} does not serve ${JSON.stringify(m.model)} (it serves: ${models.join(', ')})`);
       const { OpenAIEngine } = await import('../../app/engines/openai/openaiEngine');
       const concurrency = o.concurrency ?? 8;
-      const engine = new OpenAIEngine({ baseURL: m.url, model, concurrency, ...(o.apiKey ? { apiKey: o.apiKey } : {}), ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}) });
+      const engine = new OpenAIEngine({ baseURL: m.url, model, concurrency, ...(apiKey ? { apiKey } : {}), ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}) });
       return { info: engine.info(), engineFor: () => engine, concurrency, dispose: () => engine.dispose() };
     }
     const book = await loadReplay(m.file);

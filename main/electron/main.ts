@@ -1,42 +1,142 @@
 /**
- * Electron main: one window, secure defaults, the contract carried over IPC to the same core the
- * browser-mode server uses. Bundled to CommonJS by scripts/build-node.mjs.
+ * Electron main: one window with secure defaults, the renderer served from the `app://loupe` scheme, and the core
+ * in a utilityProcess (dist/main/electron/core.cjs) that each window talks to over its own MessagePort. Nothing
+ * heavy runs here: main starts the core, serves static files, answers safeStorage, and enforces the rules.
+ * Bundled to CommonJS by scripts/build-node.mjs.
  */
-import { app, BrowserWindow, ipcMain, protocol, net, safeStorage, shell, session, type IpcMainInvokeEvent, type WebContents } from 'electron';
+import { app, BrowserWindow, MessageChannelMain, protocol, safeStorage, session, shell, utilityProcess, type MessagePortMain, type UtilityProcess, type WebContents } from 'electron';
+import fs from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { createCore, type Core } from '../core';
-import { events } from '../../app/contract';
-import type { SafeStorageAdapter } from '../../app/connectors/secrets';
+import { electronBundle, rendererDir } from '../../app/paths';
+import { MIME } from '../server/mime';
+import { APP_HOST, APP_ORIGIN, APP_SCHEME, CSP, MEDIA_SCHEME, PORT_CHANNEL, isAppUrl, type CoreToMain, type MainToCore } from './coreProtocol';
 
-const RENDERER_DIR = path.join(__dirname, '..', '..', 'renderer');
-const RENDERER_INDEX = path.join(RENDERER_DIR, 'index.html');
-const RENDERER_URL = pathToFileURL(RENDERER_INDEX).toString();
+protocol.registerSchemesAsPrivileged([
+  { scheme: APP_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true } },
+  { scheme: MEDIA_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true } },
+]);
 
-protocol.registerSchemesAsPrivileged([{ scheme: 'loupe-media', privileges: { standard: true, secure: true, supportFetchAPI: true } }]);
-
-let core: Core | null = null;
 const windows = new Set<WebContents>();
-
-/** Only our own window, showing our own page, may talk to the core. */
-function validateSender(event: IpcMainInvokeEvent): boolean {
-  const frame = event.senderFrame;
-  return windows.has(event.sender) && !!frame && frame.url.startsWith(pathToFileURL(RENDERER_DIR).toString());
-}
+let core: UtilityProcess | null = null;
+let coreReady: Promise<void> | null = null;
+let quitting = false;
+let nextId = 1;
+/** Consecutive cores that exited before they were ready. */
+let failedStarts = 0;
+const MAX_FAILED_STARTS = 3;
+const mediaRequests = new Map<number, (p: string | null) => void>();
 
 /**
- * Electron's safeStorage as the core's adapter (the core never imports electron). Must be built after `ready`.
- * On Linux without libsecret/kwallet safeStorage "works" with a key hard-coded in Chromium (`basic_text`): that
- * is obfuscation, not encryption, so it counts as unavailable and the core falls back to its AES-GCM file.
+ * On Linux without libsecret/kwallet safeStorage "works" with a key hard-coded in Chromium (`basic_text`): that is
+ * obfuscation, not encryption, so it counts as unavailable and the core falls back to its AES-GCM file.
  */
-function safeStorageAdapter(): SafeStorageAdapter {
-  const backend = (): string => (process.platform === 'linux' ? safeStorage.getSelectedStorageBackend() : process.platform === 'darwin' ? 'macOS Keychain' : process.platform === 'win32' ? 'Windows DPAPI' : process.platform);
-  return {
-    encrypt: (plainText) => safeStorage.encryptStringAsync(plainText),
-    decrypt: async (cipherText) => (await safeStorage.decryptStringAsync(cipherText)).result,
-    available: () => safeStorage.isEncryptionAvailable() && !(process.platform === 'linux' && backend() === 'basic_text'),
-    backend,
-  };
+function safeStorageInfo(): { available: boolean; backend: string } {
+  const backend = process.platform === 'linux' ? safeStorage.getSelectedStorageBackend() : process.platform === 'darwin' ? 'macOS Keychain' : process.platform === 'win32' ? 'Windows DPAPI' : process.platform;
+  return { available: safeStorage.isEncryptionAvailable() && !(process.platform === 'linux' && backend === 'basic_text'), backend };
+}
+
+function toCore(m: MainToCore, transfer?: MessagePortMain[]): void {
+  core?.postMessage(m, transfer);
+}
+
+async function onCoreMessage(m: CoreToMain): Promise<void> {
+  switch (m.type) {
+    case 'mediaPath:reply':
+      mediaRequests.get(m.id)?.(m.path);
+      mediaRequests.delete(m.id);
+      return;
+    case 'safeStorage':
+      try {
+        const value = m.op === 'encrypt' ? await safeStorage.encryptStringAsync(m.text) : (await safeStorage.decryptStringAsync(Buffer.from(m.data))).result;
+        toCore({ type: 'safeStorage:reply', id: m.id, ok: true, value });
+      } catch (err) {
+        toCore({ type: 'safeStorage:reply', id: m.id, ok: false, message: err instanceof Error ? err.message : String(err) });
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+/** Start the core; resolves once it has opened the workspace. A core that exits unexpectedly is restarted. */
+function startCore(): Promise<void> {
+  const workspaceArg = process.argv.find((a) => a.startsWith('--workspace='));
+  const child = utilityProcess.fork(electronBundle('core'), [], { serviceName: 'Loupe core', stdio: 'inherit' });
+  core = child;
+  let started = false;
+  const ready = new Promise<void>((resolve, reject) => {
+    child.on('message', (m: CoreToMain) => {
+      if (m.type === 'ready') {
+        started = true;
+        failedStarts = 0;
+        resolve();
+      } else if (m.type === 'failed') reject(new Error(`the core could not start: ${m.message}`));
+      else void onCoreMessage(m);
+    });
+    child.once('exit', (code) => {
+      reject(new Error(`the core exited with code ${code} while starting`));
+      if (core !== child || quitting) return;
+      core = null;
+      // A core that cannot even start would crash-loop: give up after a few tries and say so.
+      if (!started && ++failedStarts >= MAX_FAILED_STARTS) {
+        process.stderr.write(`Loupe: the core failed to start ${failedStarts} times in a row (exit code ${code}); not restarting it\n`);
+        return;
+      }
+      // A crash (e.g. in a native module) ends only the core: start a new one and reconnect the windows.
+      for (const resolveMedia of mediaRequests.values()) resolveMedia(null);
+      mediaRequests.clear();
+      coreReady = startCore().then(() => {
+        for (const wc of windows) connect(wc);
+      });
+      coreReady.catch(() => undefined);
+    });
+  });
+  toCore({ type: 'init', ...(workspaceArg ? { workspace: workspaceArg.slice('--workspace='.length) } : {}), safeStorage: safeStorageInfo() });
+  return ready;
+}
+
+/** Give a window of ours a fresh port straight to the core (the preload picks it up on PORT_CHANNEL). */
+function connect(wc: WebContents): void {
+  if (!core || wc.isDestroyed() || !isAppUrl(wc.getURL())) return;
+  const { port1, port2 } = new MessageChannelMain();
+  toCore({ type: 'connect' }, [port2]);
+  wc.postMessage(PORT_CHANNEL, null, [port1]);
+}
+
+function mediaPath(mediaId: string): Promise<string | null> {
+  if (!core) return Promise.resolve(null);
+  const id = nextId++;
+  return new Promise((resolve) => {
+    mediaRequests.set(id, resolve);
+    toCore({ type: 'mediaPath', id, mediaId });
+  });
+}
+
+async function fileResponse(file: string, headers: Record<string, string> = {}): Promise<Response> {
+  try {
+    const body = await fs.promises.readFile(file);
+    return new Response(body, { status: 200, headers: { 'content-type': MIME[path.extname(file).toLowerCase()] ?? 'application/octet-stream', 'x-content-type-options': 'nosniff', ...headers } });
+  } catch {
+    return new Response('not found', { status: 404 });
+  }
+}
+
+/** `app://loupe/<path>`: the built renderer, nothing outside its folder, with the CSP on every response. */
+export async function serveApp(request: Request): Promise<Response> {
+  const url = new URL(request.url);
+  if (url.host !== APP_HOST) return new Response('not found', { status: 404 });
+  const root = rendererDir();
+  const rel = decodeURIComponent(url.pathname) === '/' ? 'index.html' : decodeURIComponent(url.pathname).replace(/^\/+/, '');
+  const file = path.resolve(root, rel);
+  if (path.relative(root, file).startsWith('..') || path.isAbsolute(path.relative(root, file))) return new Response('forbidden', { status: 403 });
+  return fileResponse(file, { 'content-security-policy': CSP });
+}
+
+/** `loupe-media://media/<id>`: a workspace media file, by id only (the core checks the id). */
+async function serveMedia(request: Request): Promise<Response> {
+  const id = decodeURIComponent(new URL(request.url).pathname.replace(/^\//, ''));
+  const file = await mediaPath(id);
+  return file ? fileResponse(file) : new Response('no such media', { status: 404 });
 }
 
 function createWindow(): void {
@@ -48,11 +148,14 @@ function createWindow(): void {
     title: 'Loupe',
     show: false,
     webPreferences: {
-      preload: path.join(__dirname, 'preload.cjs'),
+      preload: electronBundle('preload'),
       contextIsolation: true,
       sandbox: true,
       nodeIntegration: false,
+      nodeIntegrationInWorker: false,
       webSecurity: true,
+      allowRunningInsecureContent: false,
+      webviewTag: false,
       spellcheck: false,
     },
   });
@@ -65,58 +168,51 @@ function createWindow(): void {
     if (/^https?:\/\//.test(url)) void shell.openExternal(url);
     return { action: 'deny' };
   });
-  // No navigation away from the app.
+  // No navigation away from the app, and a redirect is a navigation: the same rule holds.
   wc.on('will-navigate', (e, url) => {
-    if (!url.startsWith(RENDERER_URL)) e.preventDefault();
+    if (!isAppUrl(url)) e.preventDefault();
+  });
+  wc.on('will-redirect', (e, url) => {
+    if (!isAppUrl(url)) e.preventDefault();
   });
   wc.on('will-attach-webview', (e) => e.preventDefault());
-  void win.loadFile(RENDERER_INDEX);
+  // Each load of our page gets a fresh port (a reload drops the old one with the old page).
+  wc.on('did-finish-load', () => {
+    void coreReady?.then(() => connect(wc));
+  });
+  void win.loadURL(`${APP_ORIGIN}/index.html`);
 }
 
 async function bootstrap(): Promise<void> {
   await app.whenReady();
-  const workspaceArg = process.argv.find((a) => a.startsWith('--workspace='));
-  core = await createCore({ transport: 'electron', workspace: workspaceArg?.slice('--workspace='.length), safeStorage: safeStorageAdapter() });
-  const c = core;
-
-  session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
-    callback({
-      responseHeaders: {
-        ...details.responseHeaders,
-        'Content-Security-Policy': ["default-src 'self'; img-src 'self' data: blob: loupe-media:; media-src 'self' blob: loupe-media:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'"],
-      },
-    });
-  });
-  session.defaultSession.setPermissionRequestHandler((_wc, _perm, cb) => cb(false));
-
-  protocol.handle('loupe-media', (request) => {
-    const id = decodeURIComponent(new URL(request.url).pathname.replace(/^\//, ''));
-    const file = c.mediaPath(id);
-    if (!file) return new Response('no such media', { status: 404 });
-    return net.fetch(pathToFileURL(file).toString());
-  });
-
-  ipcMain.handle('loupe:invoke', async (event, method: unknown, payload: unknown) => {
-    if (!validateSender(event)) return { ok: false, error: { code: 'unauthorized', message: 'IPC from an unknown sender was refused' } };
-    return c.dispatch(method, payload);
-  });
-  c.onEvent((event, payload) => {
-    if (!(event in events)) return;
-    for (const wc of windows) wc.send('loupe:event', event, payload);
-  });
-
+  // Deny every permission (camera, notifications, geolocation, ...): the app needs none.
+  session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false));
+  session.defaultSession.setPermissionCheckHandler(() => false);
+  protocol.handle(APP_SCHEME, serveApp);
+  protocol.handle(MEDIA_SCHEME, serveMedia);
+  coreReady = startCore();
   createWindow();
   app.on('activate', () => {
     if (BrowserWindow.getAllWindows().length === 0) createWindow();
   });
+  await coreReady;
 }
 
 app.on('window-all-closed', () => {
-  void core?.dispose();
-  if (process.platform !== 'darwin') app.quit();
+  if (process.platform === 'darwin') return;
+  quitting = true;
+  toCore({ type: 'shutdown' });
+  app.quit();
+});
+app.on('before-quit', () => {
+  quitting = true;
 });
 app.on('web-contents-created', (_e, contents) => {
   contents.setWindowOpenHandler(() => ({ action: 'deny' }));
 });
 
-void bootstrap();
+bootstrap().catch((err: unknown) => {
+  quitting = true;
+  process.stderr.write(`Loupe could not start: ${err instanceof Error ? err.message : String(err)}\n`);
+  app.exit(1);
+});

@@ -4,18 +4,17 @@
  * Electron's utilityProcess will. Ending a worker *thread* while onnxruntime runs in it can abort the host process.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { EngineTransport, EngineTransportFactory } from '../../app/engines/local/transport';
 import type { WorkerEvent } from '../../app/engines/local/protocol';
-
-const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
+import { fromBundle, workerFile } from '../../app/paths';
 
 export interface ChildProcessTransport extends EngineTransport {
   readonly child: ChildProcess;
 }
 
 export function createChildProcessTransport(): ChildProcessTransport {
-  const child = fork(WORKER, [], { execArgv: ['--import', 'tsx'], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // From the sources the worker is TypeScript run through tsx; a bundle's worker is plain JavaScript.
+  const child = fork(workerFile('engine'), [], { execArgv: fromBundle ? [] : ['--import', 'tsx'], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exitCbs = new Set<(info: { code: number | null; error?: string }) => void>();
   let exited = false;
   let lastError: string | undefined;

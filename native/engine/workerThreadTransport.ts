@@ -1,16 +1,14 @@
 /**
- * An EngineTransport over node:worker_threads. The worker runs TypeScript through tsx (no build step): the thread
- * starts from a small .mjs that registers tsx's loader first.
+ * An EngineTransport over node:worker_threads. From the sources the worker runs TypeScript through tsx (no build
+ * step): the thread starts from a small .mjs that registers tsx's loader first. A bundle starts its worker bundle.
  */
 import { Worker } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
 import type { EngineTransport, EngineTransportFactory } from '../../app/engines/local/transport';
 import type { WorkerEvent } from '../../app/engines/local/protocol';
-
-const WORKER = fileURLToPath(new URL('./workerBootstrap.mjs', import.meta.url));
+import { fromBundle, sourceFile, workerFile } from '../../app/paths';
 
 export function createWorkerThreadTransport(opts: { resourceLimits?: import('node:worker_threads').ResourceLimits } = {}): EngineTransport {
-  const w = new Worker(WORKER, { ...(opts.resourceLimits ? { resourceLimits: opts.resourceLimits } : {}) });
+  const w = new Worker(fromBundle ? workerFile('engine') : sourceFile('native/engine/workerBootstrap.mjs'), { ...(opts.resourceLimits ? { resourceLimits: opts.resourceLimits } : {}) });
   const exitCbs = new Set<(info: { code: number | null; error?: string }) => void>();
   let lastError: string | undefined;
   let exited = false;

@@ -12,6 +12,7 @@
  */
 import os from 'node:os';
 import { WorkerCrashError, WorkerPool } from '../workerHost/pool';
+import { workerFile } from '../../app/paths';
 import { pilResizeBicubicRGB, pilResizeBicubicRGBAsync } from './pilResample';
 import type { RowsJob } from './pilResampleWorker';
 
@@ -55,7 +56,7 @@ function workerCount(): number {
 
 function getPool(): WorkerPool<Api> {
   pool ??= new WorkerPool<Api>({
-    entry: new URL('./pilResampleWorker' + (import.meta.url.endsWith('.ts') ? '.ts' : '.js'), import.meta.url),
+    entry: workerFile('pilResample'),
     size: workerCount(),
     name: 'pil-resample',
     idleMs: IDLE_MS,

@@ -7,6 +7,7 @@ import type { MediaRef } from '../../app/contract/trajectory';
 import type { ImageOps } from '../../app/tools/imageOps';
 import type { MediaStore } from '../../app/workspace/mediaStore';
 import { RemoteError, WorkerPool } from '../workerHost/pool';
+import { workerFile } from '../../app/paths';
 import { ImageError, type ImageErrorCode, type SharpImageOpsOptions } from './sharpImageOps';
 
 type Api = {
@@ -38,7 +39,7 @@ export class WorkerImageOps implements ImageOps {
   ) {
     const { workers, ...options } = opts;
     this.pool = new WorkerPool<Api>({
-      entry: new URL('./imageWorker' + (import.meta.url.endsWith('.ts') ? '.ts' : '.js'), import.meta.url),
+      entry: workerFile('image'),
       size: workers ?? 1,
       name: 'image-ops',
       workerData: { mediaDir: media.dir, options },

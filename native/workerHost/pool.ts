@@ -6,6 +6,7 @@
  */
 import { Worker, isMainThread, parentPort, type Transferable } from 'node:worker_threads';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { sourceFile } from '../../app/paths';
 
 /** Handlers a worker serves: one argument in, a structured-clonable value out. */
 export type WorkerApi = Record<string, (arg: never) => unknown>;
@@ -141,8 +142,9 @@ export class WorkerPool<A extends WorkerApi> {
   }
 
   private spawn(slot: Slot): Worker {
-    const bootstrap = new URL('./bootstrap.mjs', import.meta.url);
-    const w = new Worker(fileURLToPath(bootstrap), {
+    // A `.ts` entry (from the sources) starts through the bootstrap that registers tsx; a bundle starts directly.
+    const file = this.entry.endsWith('.ts') ? sourceFile('native/workerHost/bootstrap.mjs') : fileURLToPath(this.entry);
+    const w = new Worker(file, {
       workerData: { ...this.opts.workerData, __entry: this.entry },
       ...(this.opts.resourceLimits ? { resourceLimits: this.opts.resourceLimits } : {}),
     });

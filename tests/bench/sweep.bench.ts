@@ -11,6 +11,7 @@
  *   reaches with real image work (one crop per sample) and real fsync'd appends.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,10 +43,13 @@ async function makeBench(dir: string): Promise<string> {
 }
 
 /** Start `loupe serve-model` (its command module, in a child process) and wait for its URL. */
+/** The bearer key the benchmark's serve-model expects, handed over in the environment (never on argv). */
+const BENCH_KEY = randomBytes(24).toString('hex');
+
 async function startServeModel(): Promise<{ url: string; child: ChildProcess }> {
   const code = `import { Command } from 'commander'; import { register } from ${JSON.stringify(path.join(REPO, 'main/cli/commands/serveModel.ts'))};
 const p = new Command(); register(p); await p.parseAsync(['node', 'loupe', 'serve-model', ${JSON.stringify(TINY)}, '--port', '0']);`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOUPE_API_KEY: BENCH_KEY } });
   let out = '';
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
@@ -121,7 +125,7 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     const url = server.url;
     for (const c of [1, 8, 64]) {
       const factory: EngineFactory = async () => {
-        const e = new OpenAIEngine({ baseURL: url, model: 'tiny-random-qwen25vl', concurrency: c, timeoutMs: 600_000 });
+        const e = new OpenAIEngine({ baseURL: url, model: 'tiny-random-qwen25vl', apiKey: BENCH_KEY, concurrency: c, timeoutMs: 600_000 });
         return { info: e.info(), engineFor: () => e, concurrency: c, dispose: () => e.dispose() };
       };
       // fewer samples at concurrency 1: the model is the bottleneck and the mean settles quickly

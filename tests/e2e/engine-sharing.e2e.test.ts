@@ -83,7 +83,7 @@ describe('one loaded model is one engine process', () => {
       expect(engineProcesses()).toBe(1);
       const res = await fetch(`${served.server.url}/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${served.server.apiKey}` },
         body: JSON.stringify({ max_tokens: 4, messages: [{ role: 'user', content: 'hello' }] }),
       });
       expect(res.status).toBe(200);

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { openTrainingPage, screenshot, waitJobViewState, type AppProcess } from './harness';
+import { skipUnless } from '../support/requirements';
 
 const SERVICES_ENV = process.env.LOUPE_CI_ENV ?? path.join(os.tmpdir(), 'loupe-ci', 'services.env');
 
@@ -157,11 +158,8 @@ describe('Training page', () => {
 
   it('submits through a Slurm-over-SSH connector added in the UI (real Slurm + sshd from ci/services-up.sh)', async (ctx) => {
     const env = servicesEnv();
-    if (!env) {
-      console.warn(`[training e2e] SKIP Slurm part: ${SERVICES_ENV} not found; run \`bash ci/services-up.sh\` (as root) first`);
-      ctx.skip();
-      return;
-    }
+    skipUnless(ctx, !!env, { what: 'real Slurm and sshd', reason: `${SERVICES_ENV} not found; \`npm test\` starts them, or run \`sudo bash ci/services-up.sh\``, provisioned: true });
+    if (!env) return;
     const need = (k: string): string => {
       const v = env[k];
       if (!v) throw new Error(`${SERVICES_ENV} lacks ${k}; re-run ci/services-up.sh`);

@@ -195,7 +195,7 @@ export function register(program: Command): void {
     .option('--device <d>', 'local engine device: cpu | cuda | webgpu | dml | coreml')
     .option('--dtype <t>', 'local engine dtype: fp32 | q8 | q4 | fp16 …')
     .option('--threads <n>', 'local engine: ONNX Runtime threads (default: 1 for a small model, else one per core)', int('--threads', 1))
-    .option('--api-key <k>', 'API key for the OpenAI-compatible server')
+    .option('--api-key <k>', 'API key for the OpenAI-compatible server (better: $LOUPE_API_KEY, since argv is visible in ps)')
     .option('--timeout-ms <n>', 'per-request timeout for a server', int('--timeout-ms', 1))
     .option('--replay-delay-ms <n>', 'replay engines: wait this long per turn', int('--replay-delay-ms'))
     .option('--no-progress', 'no progress bar')

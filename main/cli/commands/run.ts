@@ -64,7 +64,7 @@ export function register(program: Command): void {
     .option('--device <d>', 'local engine device')
     .option('--dtype <t>', 'local engine dtype')
     .option('--threads <n>', 'local engine: ONNX Runtime threads (default: 1 for a small model, else one per core)', int('--threads', 1))
-    .option('--api-key <k>', 'API key for the server')
+    .option('--api-key <k>', 'API key for the server (better: $LOUPE_API_KEY, since argv is visible in ps)')
     .option('--json', 'print the trajectory as JSON on the last stdout line')
     .action(async (question: string, o: RunCliOptions) => {
       const [{ parseModelRef }, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { listFrames }] = await Promise.all([

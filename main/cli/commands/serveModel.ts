@@ -1,4 +1,5 @@
 /** `loupe serve-model MODEL_DIR` — the local engine as an OpenAI-compatible endpoint on 127.0.0.1. */
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { serveModel } from '../../../app/engines/serve/serveModel';
@@ -16,18 +17,33 @@ export function register(program: Command): void {
     .option('--dtype <t>', 'fp32 | q8 | q4 | fp16 …', 'fp32')
     .option('--name <id>', 'model id clients send (default: the folder name)')
     .option('--threads <n>', 'ONNX Runtime threads (default: 1 for a small model, else one per core)')
-    .action(async (dir: string, o: { port: string; host: string; device: string; dtype: string; name?: string; threads?: string }) => {
+    .option('--api-key-file <file>', 'read the bearer key clients must send from this file (else $LOUPE_API_KEY, else a new one, printed)')
+    .option('--image-root <dir>', 'a folder whose files requests may name as local images (repeatable; default: none, data: URLs only)', (v: string, all: string[]) => [...all, v], [] as string[])
+    .option('--allow-origin <origin>', 'a browser page origin allowed to call, e.g. http://127.0.0.1:5173 (repeatable; default: none)', (v: string, all: string[]) => [...all, v], [] as string[])
+    .action(async (dir: string, o: { port: string; host: string; device: string; dtype: string; name?: string; threads?: string; apiKeyFile?: string; imageRoot: string[]; allowOrigin: string[] }) => {
+      // The key never has to be on the command line (any local user can read argv in ps): a file or the environment.
+      const given = readApiKey(o.apiKeyFile);
+      for (const r of o.imageRoot) if (!fs.statSync(r, { throwIfNoEntry: false })?.isDirectory()) throw new Error(`--image-root ${JSON.stringify(r)} is not a folder`);
       const threads = o.threads === undefined ? undefined : Number(o.threads);
       if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) throw new Error(`--threads must be an integer ≥ 1, got ${JSON.stringify(o.threads)}`);
       const engines = await createEngineManager({ isolation: 'process' }); // a crash stays in the child
       const served = await serveModel(
         engines,
         { modelDir: path.resolve(dir), device: o.device as EngineDevice, dtype: o.dtype as EngineDtype, ...(threads ? { threads } : {}) },
-        { host: o.host, port: Number(o.port), ...(o.name ? { modelId: o.name } : {}) },
+        {
+          host: o.host,
+          port: Number(o.port),
+          ...(o.name ? { modelId: o.name } : {}),
+          ...(given ? { apiKey: given.key } : {}),
+          imageRoots: o.imageRoot.map((r) => path.resolve(r)),
+          allowOrigins: o.allowOrigin,
+        },
       );
       const { info, server } = served;
       if (info.fallbackReason) console.error(`warning: ${info.fallbackReason}; running on ${info.device}`);
       console.log(`serving ${info.model} (device ${info.device}, dtype ${JSON.stringify(info.dtype)}, threads ${info.threads === 0 ? 'ORT default' : info.threads}) at ${server.url}`);
+      console.log(given ? `  api key: from ${given.from}` : `  api key: ${server.apiKey}   (clients send "Authorization: Bearer KEY"; set LOUPE_API_KEY or --api-key-file to choose it)`);
+      if (o.imageRoot.length) console.log(`  local images readable under: ${o.imageRoot.map((r) => path.resolve(r)).join(', ')}`);
       const stop = async () => {
         await served.close();
         await engines.dispose();
@@ -36,4 +52,19 @@ export function register(program: Command): void {
       process.once('SIGINT', () => void stop());
       process.once('SIGTERM', () => void stop());
     });
+}
+
+/** The bearer key from `--api-key-file` (first line) or `$LOUPE_API_KEY`; undefined = generate one. */
+export function readApiKey(file: string | undefined, env: NodeJS.ProcessEnv = process.env): { key: string; from: string } | undefined {
+  if (file !== undefined) {
+    const key = fs.readFileSync(file, 'utf8').split(/\r?\n/)[0]!.trim();
+    if (key.length < 16) throw new Error(`--api-key-file ${JSON.stringify(file)}: the first line must hold a key of at least 16 characters`);
+    return { key, from: file };
+  }
+  const fromEnv = env.LOUPE_API_KEY?.trim();
+  if (fromEnv) {
+    if (fromEnv.length < 16) throw new Error('LOUPE_API_KEY must be at least 16 characters');
+    return { key: fromEnv, from: 'LOUPE_API_KEY' };
+  }
+  return undefined;
 }

@@ -15,7 +15,8 @@ import { SlurmRestConnector, scontrolTokenProvider } from '../../../app/connecto
 import { SshSession, type ExecResult } from '../../../app/connectors/ssh';
 import { isTerminal, type Connector, type JobStatus } from '../../../app/connectors/types';
 import { createCore, type Core } from '../../../main/core';
-import { loadServicesEnv, type ServicesEnv } from './servicesEnv';
+import { SERVICES, loadServicesEnv, type ServicesEnv } from './servicesEnv';
+import { describeIf, skipUnless } from '../../support/requirements';
 
 const env = loadServicesEnv();
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-jobsecrets-'));
@@ -103,7 +104,7 @@ describe('job secrets: local connector (real processes)', () => {
   });
 });
 
-describe.skipIf(!env)('job secrets: Slurm over SSH (real slurm + sshd)', () => {
+describeIf(!!env, SERVICES, 'job secrets: Slurm over SSH (real slurm + sshd)', () => {
   const e = env as ServicesEnv;
   /** A real session that also records every command and stdin it sends. */
   class RecordingSession extends SshSession {
@@ -152,7 +153,7 @@ describe.skipIf(!env)('job secrets: Slurm over SSH (real slurm + sshd)', () => {
   });
 });
 
-describe.skipIf(!env)('job secrets: slurmrestd (real)', () => {
+describeIf(!!env, SERVICES, 'job secrets: slurmrestd (real)', () => {
   const e = env as ServicesEnv;
   const rest = new SlurmRestConnector({
     baseUrl: e.restUrl,
@@ -223,7 +224,8 @@ describe('job secrets through the core (training:submit with secretEnv)', () => 
     await runThroughCore('local', async () => undefined);
   });
 
-  it.skipIf(!env)('slurm-ssh: the same through a saved connector whose key is in the store', async () => {
+  it('slurm-ssh: the same through a saved connector whose key is in the store', async (ctx) => {
+    skipUnless(ctx, !!env, SERVICES);
     const e = env as ServicesEnv;
     await runThroughCore('ci-ssh', async (core) => {
       const set = await core.dispatch('training:secretSet', { name: 'ssh/ci', value: readFileSync(e.sshKey, 'utf8') });

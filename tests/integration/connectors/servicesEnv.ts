@@ -1,10 +1,14 @@
 /**
  * Reads the env file written by `ci/services-up.sh` (real Slurm, slurmrestd and sshd on 127.0.0.1).
- * Location: $LOUPE_CI_ENV, else <tmpdir>/loupe-ci/services.env. When absent, the suites skip and say why.
+ * Location: $LOUPE_CI_ENV, else <tmpdir>/loupe-ci/services.env. When absent, or when the services it names do not
+ * answer, the suites say why in one line and skip — or fail under CI=true, since `npm test` starts them
+ * (tests/support/requirements.ts).
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Requirement } from '../../support/requirements';
 
 export interface ServicesEnv {
   slurmConf: string;
@@ -22,9 +26,24 @@ export interface ServicesEnv {
 
 export const servicesEnvFile = process.env.LOUPE_CI_ENV ?? path.join(os.tmpdir(), 'loupe-ci', 'services.env');
 
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+/** Why the real services are missing, set by `loadServicesEnv` when it returns null. */
+export const SERVICES: Requirement = {
+  what: 'real Slurm, slurmrestd and sshd',
+  reason: '',
+  provisioned: true,
+};
+
 export function loadServicesEnv(): ServicesEnv | null {
   if (!existsSync(servicesEnvFile)) {
-    console.warn(`[connectors] SKIP real-service tests: ${servicesEnvFile} not found; run \`bash ci/services-up.sh\` (as root) first`);
+    SERVICES.reason = `${servicesEnvFile} not found; \`npm test\` starts them, or run \`sudo bash ci/services-up.sh\``;
+    return null;
+  }
+  // A stale env file (services stopped since) is a missing service, not a crash in the middle of a suite.
+  const check = spawnSync('bash', [path.join(ROOT, 'ci', 'services-up.sh'), '--check'], { encoding: 'utf8', timeout: 30_000 });
+  if (check.status !== 0) {
+    SERVICES.reason = `${servicesEnvFile} exists but the services do not answer; \`npm test\` starts them, or run \`sudo bash ci/services-up.sh\``;
     return null;
   }
   const kv: Record<string, string> = {};

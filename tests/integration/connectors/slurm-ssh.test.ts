@@ -6,13 +6,14 @@ import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
 import { utils as sshUtils } from 'ssh2';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createConnector } from '../../../app/connectors';
 import { EncryptedFileSecretStore } from '../../../app/connectors/secrets';
 import { SshSession } from '../../../app/connectors/ssh';
 import { SlurmSshConnector } from '../../../app/connectors/slurm';
 import { MetricSeries, MetricStreamParser } from '../../../app/training/metrics';
-import { loadServicesEnv, verlMetricsScript, type ServicesEnv } from './servicesEnv';
+import { SERVICES, loadServicesEnv, verlMetricsScript, type ServicesEnv } from './servicesEnv';
+import { describeIf } from '../../support/requirements';
 
 const env = loadServicesEnv();
 
@@ -59,7 +60,7 @@ function startProxy(targetPort: number): Promise<{ port: number; cut: () => numb
   );
 }
 
-describe.skipIf(!env)('slurm over ssh (real slurm + sshd)', () => {
+describeIf(!!env, SERVICES, 'slurm over ssh (real slurm + sshd)', () => {
   const e = env as ServicesEnv;
   let slurm: SlurmSshConnector;
   beforeAll(() => {
@@ -180,7 +181,7 @@ describe.skipIf(!env)('slurm over ssh (real slurm + sshd)', () => {
   });
 });
 
-describe.skipIf(!env)('ssh faults (real sshd)', () => {
+describeIf(!!env, SERVICES, 'ssh faults (real sshd)', () => {
   const e = env as ServicesEnv;
   it('a connection built from settings + the encrypted secret store works; a missing secret is named', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'loupe-conn-'));

@@ -2,14 +2,15 @@
  * slurmrestd (openapi/v0.0.38, JWT) against the REAL daemon from ci/services-up.sh. Tokens are minted with
  * `scontrol token` exactly as a user would; logs are read from the shared filesystem.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SlurmRestConnector, scontrolTokenProvider } from '../../../app/connectors/slurmRest';
 import { MetricSeries, MetricStreamParser } from '../../../app/training/metrics';
-import { loadServicesEnv, verlMetricsScript, type ServicesEnv } from './servicesEnv';
+import { SERVICES, loadServicesEnv, verlMetricsScript, type ServicesEnv } from './servicesEnv';
+import { describeIf } from '../../support/requirements';
 
 const env = loadServicesEnv();
 
-describe.skipIf(!env)('slurmrestd (real)', () => {
+describeIf(!!env, SERVICES, 'slurmrestd (real)', () => {
   const e = env as ServicesEnv;
   const tokens: string[] = [];
   let rest: SlurmRestConnector;

@@ -36,18 +36,18 @@ afterEach(async () => {
 async function viaProxy(plan: (n: number) => Fault, opts: Partial<OpenAIEngineOptions> = {}) {
   const proxy = await startFaultProxy(server.url, plan);
   proxies.push(proxy);
-  const engine = new OpenAIEngine({ baseURL: proxy.url, model: 'tiny-random-qwen25vl', retryBaseMs: 5, timeoutMs: 20_000, ...opts });
+  const engine = new OpenAIEngine({ baseURL: proxy.url, model: 'tiny-random-qwen25vl', apiKey: server.apiKey!, retryBaseMs: 5, timeoutMs: 20_000, ...opts });
   return { proxy, engine };
 }
 
 describe('OpenAIEngine ↔ serve-model', () => {
   it('lists the served model', async () => {
-    const r = (await (await fetch(`${server.url}/models`)).json()) as { data: Array<{ id: string; device: string }> };
+    const r = (await (await fetch(`${server.url}/models`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()) as { data: Array<{ id: string; device: string }> };
     expect(r.data).toEqual([expect.objectContaining({ id: 'tiny-random-qwen25vl', device: 'cpu' })]);
   });
 
   it('sends images as data URLs and gets the local engine’s exact greedy text, streamed', async () => {
-    const engine = new OpenAIEngine({ baseURL: server.url, model: 'tiny-random-qwen25vl' });
+    const engine = new OpenAIEngine({ baseURL: server.url, model: 'tiny-random-qwen25vl', apiKey: server.apiKey! });
     let streamed = '';
     const r = await engine.generate(greedy(one, { onToken: (d) => (streamed += d) }));
     expect(r.text).toBe(reference.text);
@@ -58,7 +58,7 @@ describe('OpenAIEngine ↔ serve-model', () => {
   });
 
   it('carries a three-image conversation (original + two crops) intact', async () => {
-    const engine = new OpenAIEngine({ baseURL: server.url, model: 'tiny-random-qwen25vl' });
+    const engine = new OpenAIEngine({ baseURL: server.url, model: 'tiny-random-qwen25vl', apiKey: server.apiKey! });
     const [viaHttp, direct] = [await engine.generate(greedy(multi)), await local.generate(greedy(multi))];
     expect(viaHttp.promptTokens).toBe(multi.input_ids.length);
     expect(viaHttp.text).toBe(direct.text);
@@ -66,7 +66,7 @@ describe('OpenAIEngine ↔ serve-model', () => {
   });
 
   it('applies stop strings', async () => {
-    const engine = new OpenAIEngine({ baseURL: server.url, model: 'tiny-random-qwen25vl' });
+    const engine = new OpenAIEngine({ baseURL: server.url, model: 'tiny-random-qwen25vl', apiKey: server.apiKey! });
     const stop = reference.text.slice(5, 9);
     const r = await engine.generate(greedy(one, { stop: [stop] }));
     expect(r.text).toBe(reference.text.slice(0, reference.text.indexOf(stop)));
@@ -74,7 +74,7 @@ describe('OpenAIEngine ↔ serve-model', () => {
   });
 
   it('answers a malformed request with a 400 naming the field', async () => {
-    const r = await fetch(`${server.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: [{ role: 'robot', content: 'x' }] }) });
+    const r = await fetch(`${server.url}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'robot', content: 'x' }] }) });
     expect(r.status).toBe(400);
     expect(((await r.json()) as { error: { message: string } }).error.message).toMatch(/messages\[0\]\.role/);
   });

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `npm test`: everything the suites need, then the suites, then tidy up. Safe to run again: a second run installs
+# nothing, and services that were already running before it started are reused and left running.
+#   1. scripts/test-setup.sh — Debian packages (as root; otherwise the exact apt-get line), a Python with every
+#      module the tests import.
+#   2. Real Slurm + slurmrestd + sshd on 127.0.0.1 (ci/services-up.sh); stopped at exit when this run started them.
+#   3. typecheck, lint, build, unit + integration (vitest), e2e in Chromium (vitest, one file at a time).
+# Under CI=true a skip of anything this machine can run fails the run (tests/support/requirements.ts).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+say() { printf 'test: %s\n' "$*" >&2; }
+
+export LOUPE_TEST_ENV
+LOUPE_TEST_ENV=$(mktemp)
+started_services=0
+cleanup() {
+  local rc=$?
+  rm -f "$LOUPE_TEST_ENV"
+  if [ "$started_services" = 1 ]; then
+    say "stopping the services this run started"
+    bash ci/services-down.sh >/dev/null 2>&1 || true
+  fi
+  say "done in $(( $(date +%s) - t0 )) s (exit $rc)"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bash scripts/test-setup.sh
+set -a
+# shellcheck disable=SC1090
+. "$LOUPE_TEST_ENV"
+set +a
+
+if bash ci/services-up.sh --check 2>/dev/null; then
+  say "Slurm, slurmrestd and sshd already running: reusing them (left running afterwards)"
+  bash ci/services-up.sh >/dev/null 2>&1  # rewrites the env file the connector tests read
+elif [ "$(id -u)" -ne 0 ]; then
+  say "Slurm, slurmrestd and sshd are not running and starting them needs root: run \`sudo bash ci/services-up.sh\` (and \`sudo bash ci/services-down.sh\` after), then npm test again"
+  exit 1
+else
+  say "starting Slurm, slurmrestd and sshd (ci/services-up.sh)"
+  started_services=1
+  bash ci/services-up.sh >/dev/null
+fi
+
+npm run typecheck
+npm run lint
+npm run build
+npm run test:unit
+npm run test:e2e
