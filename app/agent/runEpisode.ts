@@ -19,12 +19,6 @@ import type { EpisodeEvent, EpisodeSettings, PixelBounds, RunEpisodeOptions, Ste
 
 const FACTOR = 28;
 
-/**
- * An optional dialect hook the loop honours when present (proposed as an additive `Dialect` field):
- * the first user turn's parts, for dialects whose user text places images itself.
- */
-type DialectUserParts = { userParts?: (question: string, prompt: EpisodeSettings['prompt'], imageCount: number, isVideo: boolean) => RenderPart[] };
-
 /** The loop's own failure (not the model's): ends the episode with stop reason `error`. */
 class EpisodeError extends Error {}
 
@@ -188,12 +182,8 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
   const imageCount = () => (isVideo ? 1 : initial.length) + prior.length;
 
   // 2. The conversation, kept in two shapes: engine messages and template turns.
-  // Images (or the video) first, then the text, as PR's prompts_dataset does — unless the dialect
-  // lays the first user turn out itself (optional `userParts`, e.g. verl-tool's `<image>` markers).
-  const userParts: RenderPart[] = (dialect as DialectUserParts).userParts?.(question, settings.prompt, isVideo ? 1 : initial.length, isVideo) ?? [
-    ...(isVideo ? [{ type: 'video' } as RenderPart] : initial.map(() => ({ type: 'image' }) as RenderPart)),
-    { type: 'text', text: userText },
-  ];
+  // Images (or the video) first, then the text, as PR's prompts_dataset does.
+  const userParts: RenderPart[] = [...(isVideo ? [{ type: 'video' } as RenderPart] : initial.map(() => ({ type: 'image' }) as RenderPart)), { type: 'text', text: userText }];
   const firstContent: ChatContent[] = [];
   let nextImage = 0;
   for (const part of userParts) {

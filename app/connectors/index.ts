@@ -3,7 +3,7 @@
  * Connector from them.
  */
 import { z } from 'zod';
-import { clusterDirSchema, SlurmPartitionSchema } from '../contract/domains/training';
+import { RemoteConnectorConfigSchema } from '../contract/domains/training';
 import { LocalConnector } from './local';
 import { RayConnector } from './ray';
 import type { SecretStore } from './secrets';
@@ -30,43 +30,11 @@ export {
 export { redactText, redactError, secretForms } from './redact';
 export { resolveSecretEnv, checkSecretEnv, specSecretForms } from './jobSecrets';
 
-export const ConnectionConfigSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('local'), name: z.string().min(1), root: z.string().min(1) }),
-  z.object({
-    kind: z.literal('slurm-ssh'),
-    name: z.string().min(1),
-    host: z.string().min(1),
-    port: z.number().int().min(1).max(65535).default(22),
-    user: z.string().min(1),
-    /** SecretStore entry holding the private key text. */
-    keySecret: z.string().min(1),
-    /** SecretStore entry holding the key passphrase, if any. */
-    passphraseSecret: z.string().optional(),
-    /** known_hosts text for the host (public data, not a secret). */
-    knownHosts: z.string().min(1, 'paste the host line from known_hosts (ssh-keyscan -p PORT HOST)'),
-    remoteDir: clusterDirSchema('remoteDir'),
-    slurmConf: z.string().optional(),
-    partition: SlurmPartitionSchema.optional(),
-  }),
-  z.object({
-    kind: z.literal('slurmrestd'),
-    name: z.string().min(1),
-    baseUrl: z.url(),
-    user: z.string().min(1),
-    /** SecretStore entry holding a JWT (from `scontrol token`). */
-    tokenSecret: z.string().min(1),
-    outputDir: clusterDirSchema('outputDir'),
-    partition: SlurmPartitionSchema.optional(),
-    apiVersion: z.string().regex(/^v0\.0\.\d+$/).optional(),
-  }),
-  z.object({
-    kind: z.literal('ray'),
-    name: z.string().min(1),
-    baseUrl: z.url(),
-    tokenSecret: z.string().optional(),
-    followMode: z.enum(['ws', 'poll']).default('ws'),
-  }),
-]);
+/** The built-in local connector's settings (a jobs folder on this machine). */
+export const LocalConnectionSchema = z.object({ kind: z.literal('local'), name: z.string().min(1), root: z.string().min(1) });
+
+/** Connection settings: the local one, or a remote one exactly as the contract declares it (one schema, no drift). */
+export const ConnectionConfigSchema = z.discriminatedUnion('kind', [LocalConnectionSchema, ...RemoteConnectorConfigSchema.options]);
 export type ConnectionConfig = z.infer<typeof ConnectionConfigSchema>;
 
 async function need(secrets: SecretStore, name: string, what: string): Promise<string> {

@@ -23,20 +23,9 @@ export interface ZipOptions {
   compress?: boolean;
 }
 
-let crcTable: Uint32Array | null = null;
+/** CRC-32 of the entry (node:zlib has it from Node 20.15; package.json asks for 20.19 or later). */
 export function crc32(buf: Buffer): number {
-  if (typeof zlibCrc32 === 'function') return zlibCrc32(buf) >>> 0;
-  if (!crcTable) {
-    crcTable = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      crcTable[n] = c >>> 0;
-    }
-  }
-  let c = 0xffffffff;
-  for (const b of buf) c = (crcTable[(c ^ b) & 0xff] as number) ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
+  return zlibCrc32(buf) >>> 0;
 }
 
 export function buildZip(entries: ZipEntry[], options: ZipOptions = {}): Buffer {

@@ -111,6 +111,8 @@ export function createTrainingService(o: TrainingServiceOptions) {
     }
   };
   if (o.watchStore) {
+    // A long-lived core: look for the trainer's Python now (importing torch takes seconds), not when the page asks.
+    torchPython = findTorchPython();
     fs.mkdirSync(path.dirname(jobs.file), { recursive: true });
     void jobs.list().then((all) => all.forEach((j) => announced.set(j.key, JSON.stringify(j))), () => undefined);
     storeWatch = fs.watch(path.dirname(jobs.file), (_event, name) => {
@@ -350,11 +352,6 @@ export function createTrainingService(o: TrainingServiceOptions) {
       for (const c of await readConfigs()) if (secretRefs(c).includes(name)) await dropConnector(c.name);
       return listConnectors();
     },
-    secretDelete: async ({ name }: { name: string }) => {
-      await secrets.delete(name);
-      return listConnectors();
-    },
-
     submit: async ({ templateId, params, connector, name, secretEnv, cwd }: { templateId: string; params: unknown; connector: string; name?: string | undefined; secretEnv?: Record<string, string> | undefined; cwd?: string | undefined }) => {
       const t = findTemplate(templateId);
       const r = buildForm(templateId, params);

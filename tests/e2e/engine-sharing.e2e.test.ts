@@ -9,16 +9,10 @@ import path from 'node:path';
 import { createCore, type Core } from '../../main/core';
 import { serveModel } from '../../app/engines/serve/serveModel';
 import type { DemoEvent, MediaRef, SweepProgress } from '../../app/contract';
-import { ROOT, tempWorkspace } from './harness';
+import { callCore as call, ROOT, tempWorkspace } from './harness';
 import { GLASS } from './demo.fixture';
 
 const TINY = path.join(ROOT, 'models', 'tiny-random-qwen25vl');
-
-async function call<T = unknown>(core: Core, method: string, payload: unknown): Promise<T> {
-  const r = await core.dispatch(method, payload);
-  if (!r.ok) throw new Error(r.error.message);
-  return r.result as T;
-}
 
 /** Child processes of this test process that run the engine worker. */
 function engineProcesses(): number {

@@ -2,7 +2,7 @@
  * e2e harness: starts the real app in browser mode as a child process (`loupe serve`) on a fresh
  * workspace and drives Debian's Chromium through playwright-core. Screenshots go to test-results/.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -111,4 +111,17 @@ export async function openTrainingPage(
 /** Wait until the open job view on the Training page shows `state`. */
 export async function waitJobViewState(page: Page, state: string, timeout = 60_000): Promise<void> {
   await page.locator(`[data-testid=job-view] [data-testid=job-state][data-state="${state}"]`).waitFor({ timeout });
+}
+
+/** Run `loupe …` as a user would (a child process in the checkout); never throws on a failing exit code. */
+export function runLoupe(args: string[], timeoutMs = 120_000): { out: string; err: string; code: number } {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin/loupe.mjs'), ...args], { cwd: ROOT, encoding: 'utf8', timeout: timeoutMs });
+  return { out: r.stdout, err: r.stderr, code: r.status ?? -1 };
+}
+
+/** One contract call through a core; an error reply becomes a thrown Error with its message. */
+export async function callCore<T = unknown>(core: { dispatch(method: unknown, payload: unknown): Promise<{ ok: true; result: unknown } | { ok: false; error: { message: string } }> }, method: string, payload: unknown): Promise<T> {
+  const r = await core.dispatch(method, payload);
+  if (!r.ok) throw new Error(r.error.message);
+  return r.result as T;
 }

@@ -3,16 +3,9 @@
  * open page (no reload) and its log streams there; a job the page submits is in `loupe train list`. Real app in
  * browser mode, real Chromium, real `loupe` child processes, the real local connector.
  */
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { openTrainingPage, ROOT, screenshot, waitJobViewState, type AppProcess } from './harness';
-
-function loupe(args: string[]): { out: string; err: string; code: number } {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin/loupe.mjs'), ...args], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
-  return { out: r.stdout, err: r.stderr, code: r.status ?? -1 };
-}
+import { openTrainingPage, runLoupe as loupe, screenshot, waitJobViewState, type AppProcess } from './harness';
 
 describe('Training page and `loupe train` share jobs', () => {
   let app: AppProcess;

@@ -163,4 +163,9 @@ export const browseCalls = {
   'samples:get': { req: z.object({ runId: z.string().min(1), qid: z.string().min(1) }).strict(), res: SampleRecordSchema },
   'runs:stats': { req: z.object({ runIds: z.array(z.string().min(1)).min(1), query: z.string().max(2000).default('') }).strict(), res: RunStatsSchema },
   'runs:compare': { req: z.object({ a: z.string().min(1), b: z.string().min(1) }).strict(), res: PairedSchema },
+  /** Training data from runs (RL rows for verl, Pixel Reasoner, ms-swift; SFT traces), written to `exports/` in the workspace. */
+  'runs:exportData': {
+    req: z.object({ runIds: z.array(z.string().min(1)).min(1) }).strict(),
+    res: z.object({ dir: z.string(), files: z.array(z.object({ name: z.string(), rows: z.number().int() })), skippedRl: z.number().int(), skippedSft: z.number().int() }),
+  },
 } as const;

@@ -97,7 +97,10 @@ export const clusterDirSchema = (what: string) =>
 /** A Slurm partition, or a comma-separated list of them (`#SBATCH --partition=` takes one word). */
 export const SlurmPartitionSchema = z.string().regex(/^[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*$/, 'a partition name (letters, digits, . _ -; several separated by commas)');
 
-/** Remote connector settings. Secrets are referenced by name, never included. (`local` is built in.) */
+/**
+ * Remote connector settings. Secrets are referenced by name, never included. (`local` is built in.) The one schema
+ * of connection settings: app/connectors builds its ConnectionConfigSchema from it.
+ */
 export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('slurm-ssh'),
@@ -122,6 +125,8 @@ export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
     tokenSecret: SecretName,
     outputDir: clusterDirSchema('outputDir'),
     partition: SlurmPartitionSchema.optional(),
+    /** slurmrestd API version to speak (e.g. `v0.0.40`; default: the newest the server offers). */
+    apiVersion: z.string().regex(/^v0\.0\.\d+$/, 'apiVersion looks like v0.0.40').optional(),
   }),
   z.object({
     kind: z.literal('ray'),
@@ -218,7 +223,6 @@ export const trainingCalls = {
   'training:connectorProbe': { req: z.object({ name: z.string() }), res: z.object({ ok: z.boolean(), message: z.string() }) },
   /** Store a secret (encrypted); the value never comes back through the contract. */
   'training:secretSet': { req: z.object({ name: SecretName, value: z.string().min(1, 'the secret is empty') }), res: ConnectorListSchema },
-  'training:secretDelete': { req: z.object({ name: SecretName }), res: ConnectorListSchema },
   'training:submit': {
     req: z.object({
       templateId: z.string(),

@@ -12,5 +12,6 @@ import { register as report } from './report';
 import { register as runCmd } from './run';
 import { register as runsCmd } from './runs';
 import { register as rescore } from './rescore';
+import { register as exportData } from './exportData';
 
-export const commands: Array<(program: Command) => void> = [serve, vectors, synth, serveModel, convert, train, importCmd, evalCmd, report, runCmd, runsCmd, rescore];
+export const commands: Array<(program: Command) => void> = [serve, vectors, synth, serveModel, convert, train, importCmd, evalCmd, report, runCmd, runsCmd, rescore, exportData];

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { DomainHandlers } from '../../../app/contract/dispatch';
 import type { browseCalls, GroupStat } from '../../../app/contract';
 import { attachRunImages } from '../../../app/importers/attach';
@@ -6,6 +7,7 @@ import { QueryError, SliceStore } from '../../../app/sweeps/query';
 import { accuracy, accuracyByToolUse, accuracyTable, pairedCompare, toolUse, type AccuracyStat, type StatRow } from '../../../app/sweeps/stats';
 import type { CoreContext } from '../context';
 import type { LabelService } from '../../../app/labels';
+import { exportRunData } from '../../../app/training/exportRuns';
 
 const fin = (x: number): number | null => (Number.isFinite(x) ? x : null);
 
@@ -124,6 +126,11 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
     'slices:delete': async ({ name }) => {
       await slices.remove(name);
       return sliceViews();
+    },
+    'runs:exportData': async ({ runIds }) => {
+      const dir = path.join(ctx.workspace, 'exports', `training-data-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+      const r = await exportRunData(store, ctx.ws.media, runIds, dir);
+      return { dir: r.dir, files: r.files, skippedRl: r.skipped.rl.length, skippedSft: r.skipped.sft.length };
     },
     'runs:compare': async ({ a, b }) => {
       const [ra, rb] = await Promise.all([service.statRows(a), service.statRows(b)]);

@@ -32,6 +32,10 @@ interface RunsState {
   sampleError: string | null;
   slices: SliceView[];
   sliceError: string | null;
+  /** The last training-data export of the ticked runs (or why it failed). */
+  exported: { dir: string; files: Array<{ name: string; rows: number }>; skippedRl: number; skippedSft: number } | null;
+  exportError: string | null;
+  exportData(): Promise<void>;
   loadSlices(): Promise<void>;
   saveSlice(name: string): Promise<void>;
   deleteSlice(name: string): Promise<void>;
@@ -80,6 +84,15 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
   sampleError: null,
   slices: [],
   sliceError: null,
+  exported: null,
+  exportError: null,
+  async exportData() {
+    try {
+      set({ exported: await getClient().call('runs:exportData', { runIds: get().selected }), exportError: null });
+    } catch (e) {
+      set({ exported: null, exportError: e instanceof Error ? e.message : String(e) });
+    }
+  },
   async loadSlices() {
     try {
       set({ slices: await getClient().call('slices:list', {}), sliceError: null });

@@ -3,26 +3,13 @@
  * calls) is the one `loupe train` gives a job, and the job the CLI submits is the one the core lists. Real core,
  * real `loupe` child processes, the real local connector.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCore, type Core } from '../../../main/core';
 import type { TrainingJob } from '../../../app/contract';
-
-const ROOT = path.resolve(__dirname, '../../..');
-
-function loupe(args: string[]): { out: string; err: string; code: number } {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin/loupe.mjs'), ...args], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
-  return { out: r.stdout, err: r.stderr, code: r.status ?? -1 };
-}
-
-async function call<T>(core: Core, method: string, payload: unknown): Promise<T> {
-  const r = await core.dispatch(method, payload);
-  if (!r.ok) throw new Error(r.error.message);
-  return r.result as T;
-}
+import { callCore as call, runLoupe as loupe } from '../../e2e/harness';
 
 describe('the app and `loupe train` share the workspace stores', () => {
   let ws: string;
