@@ -112,7 +112,7 @@ export function createTrainingService(o: TrainingServiceOptions) {
   };
   if (o.watchStore) {
     // A long-lived core: look for the trainer's Python now (importing torch takes seconds), not when the page asks.
-    torchPython = findTorchPython();
+    torchPython = findTrainerPython();
     fs.mkdirSync(path.dirname(jobs.file), { recursive: true });
     void jobs.list().then((all) => all.forEach((j) => announced.set(j.key, JSON.stringify(j))), () => undefined);
     storeWatch = fs.watch(path.dirname(jobs.file), (_event, name) => {
