@@ -6,8 +6,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 
 export type FoundPython = { python: string; version: string } | { python: null; tried: string[] };
-/** A Python with torch, as the Training page reports it. */
-export type TorchPython = { python: string; torch: string } | { python: null; tried: string[] };
 
 export function pythonCandidates(env: NodeJS.ProcessEnv = process.env): string[] {
   const chosen = env['LOUPE_PYTHON'];
@@ -75,10 +73,4 @@ export async function findTrainerPython(env: NodeJS.ProcessEnv = process.env): P
     missing[py] = r ? r.missing : ['python3 itself (it did not run)'];
   }
   return { python: null, tried, missing };
-}
-
-/** A Python with torch (the loupe-tiny driver resolves the same way). */
-export async function findTorchPython(env: NodeJS.ProcessEnv = process.env): Promise<TorchPython> {
-  const r = await findPython('torch', env);
-  return r.python === null ? r : { python: r.python, torch: r.version };
 }
