@@ -40,6 +40,8 @@ const config: Configuration = {
     { from: 'models/loupe-tiny/model', to: 'models/loupe-tiny/model', filter: ['**/*'] },
     { from: 'models/loupe-tiny/examples', to: 'models/loupe-tiny/examples', filter: ['**/*', '!README.md'] },
     { from: 'models/tiny-random-qwen25vl', to: 'models/tiny-random-qwen25vl', filter: ['**/*', '!**/*.py', '!**/__pycache__/**', '!README.md'] },
+    // The PyVision sandbox bind-mounts its worker, so it ships as a real file (app/paths.ts sandboxWorkerPy).
+    { from: 'native/pysandbox', to: 'native/pysandbox', filter: ['worker.py'] },
   ],
   asar: true,
   asarUnpack: ['node_modules/sharp/**/*', 'node_modules/@img/**/*', 'node_modules/onnxruntime-node/**/*', 'node_modules/onnxruntime-common/**/*'],

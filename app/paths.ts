@@ -80,6 +80,15 @@ export function workerFile(name: WorkerName): string {
   return fromBundle ? path.join(packageRoot(), 'dist', 'workers', `${name}.cjs`) : path.join(packageRoot(), WORKER_SOURCES[name]);
 }
 
+/**
+ * The PyVision sandbox's Python worker. It is bind-mounted into the sandbox, so it must be a real file, never inside
+ * an asar: packaged apps ship it beside the app (electron-builder `extraResources`, to `native/pysandbox/`), a clone
+ * and `npm start` use the source file. Same relative path in every layout.
+ */
+export function sandboxWorkerPy(): string {
+  return path.join(resourcesRoot(), 'native', 'pysandbox', 'worker.py');
+}
+
 /** A source-tree file that only the tsx layout uses (the worker bootstraps); never reached from a bundle. */
 export function sourceFile(rel: string): string {
   if (fromBundle) throw new Error(`${rel} is a source file: bundles start their workers directly`);

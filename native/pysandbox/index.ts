@@ -19,7 +19,6 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, chmodSync, chownSync, constants, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Readable, Writable } from 'node:stream';
 import {
   DEFAULT_CODE_SANDBOX_LIMITS,
@@ -30,9 +29,9 @@ import {
   type CodeSandboxInfo,
   type CodeSandboxLimits,
 } from '../../app/tools/codeSandbox';
+import { sandboxWorkerPy } from '../../app/paths';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-export const WORKER_PY = path.join(HERE, 'worker.py');
+export const WORKER_PY = sandboxWorkerPy();
 /** The Python the references ran against: the system one, with Debian's Pillow, numpy and matplotlib. */
 export const DEFAULT_PYTHON = '/usr/bin/python3';
 const NOBODY = 65534;

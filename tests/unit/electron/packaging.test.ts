@@ -176,7 +176,7 @@ describe('packaged layout (electron.config.ts through electron-builder’s file 
 
   it('puts the bundled models and examples in resources/models, where app/paths.ts looks, and none of the training code', () => {
     const { resources } = layoutFor(config, linux);
-    for (const f of ['models/loupe-tiny/model/config.json', 'models/loupe-tiny/model/preprocessor_config.json', 'models/loupe-tiny/examples/samples.jsonl', 'models/tiny-random-qwen25vl/config.json']) expect(resources.has(f), f).toBe(true);
+    for (const f of ['models/loupe-tiny/model/config.json', 'models/loupe-tiny/model/preprocessor_config.json', 'models/loupe-tiny/examples/samples.jsonl', 'models/tiny-random-qwen25vl/config.json', 'native/pysandbox/worker.py']) expect(resources.has(f), f).toBe(true);
     expect([...resources.keys()].some((f) => /^models\/loupe-tiny\/model\/onnx\/.+\.onnx$/.test(f))).toBe(true);
     // Every example image samples.jsonl names is there.
     const samples = fs.readFileSync(path.join(ROOT, 'models/loupe-tiny/examples/samples.jsonl'), 'utf8').split('\n').filter(Boolean);
@@ -184,7 +184,8 @@ describe('packaged layout (electron.config.ts through electron-builder’s file 
       const image = (JSON.parse(s) as { image?: string }).image;
       if (image) expect(resources.has(`models/loupe-tiny/examples/${image}`), image).toBe(true);
     }
-    expect([...resources.keys()].filter((f) => /\.(py|ts|sh)$/.test(f) || f.includes('__pycache__'))).toEqual([]);
+    // No training code: the one Python file is the PyVision sandbox's worker, which the sandbox bind-mounts.
+    expect([...resources.keys()].filter((f) => /\.(py|ts|sh)$/.test(f) || f.includes('__pycache__'))).toEqual(['native/pysandbox/worker.py']);
   });
 
   it('electron-builder loads electron.config.ts as `npm run dist` does, and its schema accepts it', async () => {
