@@ -48,13 +48,14 @@ afterAll(async () => {
   await fsp.rm(tmp, { recursive: true, force: true });
 });
 
-const judgeOver = (url: string, model: string, cache: JudgeCache, promptVersion: 'deepeyes-eval/v1' | 'deepeyes/v1' = 'deepeyes-eval/v1') =>
-  new LlmJudgeScorer({ client: engineJudgeClient(new OpenAIEngine({ baseURL: url, model, retryBaseMs: 5, timeoutMs: 60_000 })), promptVersion, cache });
+/** The judge as a user points it at a server: its URL and the key the server printed. */
+const judgeOver = (srv: OpenAIServer, model: string, cache: JudgeCache, promptVersion: 'deepeyes-eval/v1' | 'deepeyes/v1' = 'deepeyes-eval/v1') =>
+  new LlmJudgeScorer({ client: engineJudgeClient(new OpenAIEngine({ baseURL: srv.url, model, apiKey: srv.apiKey ?? 'EMPTY', retryBaseMs: 5, timeoutMs: 60_000 })), promptVersion, cache });
 
 describe('llm-judge against a recorded judge transcript (served over HTTP)', () => {
   it('re-scoring the DeepEyes V* import reproduces the accuracy the files record; a second re-score makes no judge call', async () => {
     const cache = await JudgeCache.open(path.join(tmp, 'judge-cache.jsonl'));
-    const first = await rescoreRun({ store: ws.runs, runId, scorer: judgeOver(server.url, 'judge', cache) });
+    const first = await rescoreRun({ store: ws.runs, runId, scorer: judgeOver(server, 'judge', cache) });
     expect(first).toMatchObject({ n: 191, disagreements: 0, judgeCalls: 86, skippedLines: 0 });
     expect(first.originalAccuracy).toBe((97 + 57) / 191);
     expect(first.newAccuracy).toBe((97 + 57) / 191);
@@ -75,7 +76,7 @@ describe('llm-judge against a recorded judge transcript (served over HTTP)', () 
     expect((await ws.runs.readManifest(first.runId)).extra).toMatchObject({ rescoredFrom: runId });
 
     // Same cache file, new scorer: every reply comes from the cache.
-    const again = await rescoreRun({ store: ws.runs, runId, scorer: judgeOver(server.url, 'judge', await JudgeCache.open(path.join(tmp, 'judge-cache.jsonl'))) });
+    const again = await rescoreRun({ store: ws.runs, runId, scorer: judgeOver(server, 'judge', await JudgeCache.open(path.join(tmp, 'judge-cache.jsonl'))) });
     expect(again).toMatchObject({ judgeCalls: 0, disagreements: 0, newAccuracy: first.newAccuracy });
     expect(transcript.seen).toHaveLength(86);
   }, 120_000);
@@ -85,7 +86,7 @@ describe('llm-judge against a recorded judge transcript (served over HTTP)', () 
     for (const [k, v] of contrary.replies) contrary.replies.set(k, v.includes('1') ? '0' : '1');
     const s2 = await startOpenAIServer({ engine: contrary, port: 0, modelId: 'judge' });
     try {
-      const s = await rescoreRun({ store: ws.runs, runId, scorer: judgeOver(s2.url, 'judge', JudgeCache.memory()) });
+      const s = await rescoreRun({ store: ws.runs, runId, scorer: judgeOver(s2, 'judge', JudgeCache.memory()) });
       expect(s.disagreements).toBe(86);
       expect(s.newAccuracy).not.toBe(s.originalAccuracy);
     } finally {
@@ -95,7 +96,7 @@ describe('llm-judge against a recorded judge transcript (served over HTTP)', () 
 
   it('`loupe rescore` prints both accuracies and the disagreement count', async () => {
     const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const p = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'rescore', runId, '--scorer', 'llm-judge', '--workspace', tmp, '--judge-url', server.url, '--judge-model', 'judge', '--json'], { cwd: root });
+      const p = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'rescore', runId, '--scorer', 'llm-judge', '--workspace', tmp, '--judge-url', server.url, '--judge-model', 'judge', '--json'], { cwd: root, env: { ...process.env, LOUPE_JUDGE_API_KEY: server.apiKey ?? '' } });
       let stdout = '';
       let stderr = '';
       p.stdout.on('data', (d) => (stdout += d));
@@ -125,7 +126,7 @@ describe('llm-judge against serve-model (the bundled tiny model behind a real Op
 
   it('stores the judge model, prompt version, temperature and raw reply; the reply is parsed as the reference does; a repeat is cached', async () => {
     const cache = JudgeCache.memory();
-    const judge = new LlmJudgeScorer({ client: engineJudgeClient(new OpenAIEngine({ baseURL: served.url, model: 'tiny-random-qwen25vl', timeoutMs: 120_000 }), { maxTokens: 8 }), promptVersion: 'deepeyes/v1', cache });
+    const judge = new LlmJudgeScorer({ client: engineJudgeClient(new OpenAIEngine({ baseURL: served.url, model: 'tiny-random-qwen25vl', apiKey: served.apiKey ?? 'EMPTY', timeoutMs: 120_000 }), { maxTokens: 8 }), promptVersion: 'deepeyes/v1', cache });
     const input = { prediction: 'Looking closer.\n<answer>red</answer>', answer: 'The car is red.', question: 'What color is the car?' };
     const r = await judge.judge(input);
     const d = r.detail as unknown as JudgeDetail;
