@@ -115,7 +115,9 @@ describeIf(!!env, SERVICES, 'slurm over ssh (real slurm + sshd)', () => {
   });
 
   it('cancels a running job: state CANCELLED and the banner in the log', async () => {
-    const { id } = await slurm.submit({ name: 'loupe-cancel', script: 'echo started\nsleep 120\necho never' });
+    // Slurm signals the step's processes one by one: when `sleep` gets SIGTERM before the shell, a plain
+    // `sleep 120; echo never` goes on to print "never". The loop ends only when the shell itself is killed.
+    const { id } = await slurm.submit({ name: 'loupe-cancel', script: 'echo started\nwhile :; do sleep 1; done\necho never' });
     let cancelled: Promise<void> | null = null;
     const f = slurm.follow(id, {
       pollMs: 250,

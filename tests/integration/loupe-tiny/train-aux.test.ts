@@ -59,5 +59,5 @@ describe('train.py auxiliary losses', () => {
     expect(vc.shifted_passing).toBe(0);
     expect(res.ok).toBe(true);
     expect(r.status).toBe(0);
-  }, 240_000);
+  }, 900_000); // the video check trains its pointer on CPU with one thread: minutes on a busy 2-core machine
 });
