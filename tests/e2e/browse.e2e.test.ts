@@ -56,6 +56,8 @@ describe('Runs: results, sample table, sample view, compare', () => {
     await page.getByTestId('slice-chip').filter({ hasText: 'wrong after several zooms' }).waitFor();
     await page.reload();
     await page.getByTestId('sample-row').first().waitFor();
+    // The rows can paint before the count line is filled in: wait for a number, then check it.
+    await page.waitForFunction(() => /^\d/.test(document.querySelector('[data-testid=row-count]')?.textContent ?? ''));
     expect(await rowCount(page)).toBe(400);
     await page.getByTestId('slice-chip').filter({ hasText: 'wrong after several zooms' }).click();
     await page.waitForFunction((n) => (document.querySelector('[data-testid=row-count]')?.textContent ?? '').startsWith(`${n} `), filtered);

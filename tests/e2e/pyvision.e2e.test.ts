@@ -47,7 +47,7 @@ describe('PyVision in the UI', () => {
     [...judge.replies.keys()].slice(0, 5).forEach((k) => judge.replies.set(k, judge.replies.get(k)!.includes('1') ? '0' : '1'));
     const server = await startOpenAIServer({ engine: judge, port: 0, modelId: 'judge' });
     try {
-      const s = await rescoreRun({ store: ws.runs, runId: imported, scorer: new LlmJudgeScorer({ client: engineJudgeClient(new OpenAIEngine({ baseURL: server.url, model: 'judge' })), promptVersion: 'deepeyes-eval/v1', cache: JudgeCache.memory() }) });
+      const s = await rescoreRun({ store: ws.runs, runId: imported, scorer: new LlmJudgeScorer({ client: engineJudgeClient(new OpenAIEngine({ baseURL: server.url, model: 'judge', apiKey: server.apiKey ?? 'EMPTY' })), promptVersion: 'deepeyes-eval/v1', cache: JudgeCache.memory() }) });
       expect(s.disagreements).toBe(5);
       rescoredId = s.runId;
     } finally {

@@ -54,7 +54,7 @@ describe('Runs: numbers mean one thing', () => {
     await expect(page.getByTestId('overall-accuracy').textContent()).resolves.toMatch(/%.*n = 76/);
     // The Demo question's accuracy is "—", not 0.0 %.
     const demoRow = page.locator('[data-testid=runs-table] tbody tr', { hasText: 'demo What is on the sign?' });
-    await expect(demoRow.locator('td').last().textContent()).resolves.toBe('—');
+    await expect(demoRow.locator('td.num').last().textContent()).resolves.toBe('—');
 
     // One method, named: the same 76 samples show the same interval overall, for the bench and for the category.
     await expect(page.getByTestId('stats-panel').textContent()).resolves.toContain('95 % Wilson score interval');
