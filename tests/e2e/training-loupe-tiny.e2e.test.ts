@@ -131,7 +131,8 @@ describe('Training page · loupe-tiny local fine-tune', () => {
     // The ONNX export needs Hugging Face transformers and onnx, which no Debian package provides: with them the
     // driver offers an ONNX model folder, without them it says the PyTorch weights are there and why.
     const py = /loupe-tiny: python (\S+)/.exec(text)?.[1] ?? 'python3';
-    if (spawnSync(py, ['-c', 'import transformers, onnx']).status === 0) expect(text).toMatch(/LOUPE_MODEL: \S+\/model/);
+    const hasExport = spawnSync(py, ['-c', 'import transformers, onnx']).status === 0;
+    if (hasExport) expect(text).toMatch(/LOUPE_MODEL: \S+\/model/);
     else {
       console.warn(`[training-loupe-tiny] ${py} has no transformers/onnx: checked the no-export message instead of LOUPE_MODEL`);
       expect(text).toMatch(/no ONNX export in \S+\/model \(export was/);
@@ -149,8 +150,13 @@ describe('Training page · loupe-tiny local fine-tune', () => {
     expect(existsSync(path.join(ckpt, 'model.safetensors'))).toBe(true);
     await page.getByTestId('prepare-eval').first().click();
     await expect(page.getByTestId('eval-command').textContent()).resolves.toBe(`npx loupe eval --model ${ckpt} --bench vstar --run tiny-ft-model`);
-    // With its ONNX export the folder goes into the Models registry, and the Models page lists it.
+    // With its ONNX export the folder goes into the Models registry, and the Models page lists it; without one
+    // (no transformers/onnx here) adding it is refused with a result, not a hang.
     await page.getByTestId('add-to-models').first().click();
+    if (!hasExport) {
+      await page.locator('[data-testid=add-to-models-result][data-ok="false"]').waitFor({ timeout: 30_000 });
+      return;
+    }
     await page.locator('[data-testid=add-to-models-result][data-ok="true"]').waitFor({ timeout: 30_000 });
     const added = (await page.getByTestId('add-to-models-result').textContent()) ?? '';
     const id = /added as "([^"]+)"/.exec(added)?.[1] ?? '';
