@@ -62,11 +62,16 @@ function startProxy(targetPort: number): Promise<{ port: number; cut: () => numb
   );
 }
 
+/** The connector both real-Slurm suites use: the CI cluster through the CI sshd. */
+function ciSlurm(e: ServicesEnv): SlurmSshConnector {
+  return new SlurmSshConnector({ ssh: sshOpts(e), remoteDir: `${e.jobsDir}/ssh`, slurmConf: e.slurmConf, partition: e.partition });
+}
+
 describeIf(!!env, SERVICES, 'slurm over ssh (real slurm + sshd)', () => {
   const e = env as ServicesEnv;
   let slurm: SlurmSshConnector;
   beforeAll(() => {
-    slurm = new SlurmSshConnector({ ssh: sshOpts(e), remoteDir: `${e.jobsDir}/ssh`, slurmConf: e.slurmConf, partition: e.partition });
+    slurm = ciSlurm(e);
   });
   afterAll(async () => {
     await slurm?.close();
@@ -189,7 +194,7 @@ describeIf(!!env, SERVICES, 'hostile job parameters against real sbatch', () => 
   const e = env as ServicesEnv;
   let slurm: SlurmSshConnector;
   beforeAll(() => {
-    slurm = new SlurmSshConnector({ ssh: sshOpts(e), remoteDir: `${e.jobsDir}/ssh`, slurmConf: e.slurmConf, partition: e.partition });
+    slurm = ciSlurm(e);
   });
   afterAll(async () => {
     await slurm?.close();
