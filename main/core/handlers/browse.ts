@@ -21,16 +21,26 @@ function group(key: Record<string, string | null>, a: AccuracyStat, rows: readon
  * index (cached per run set) takes the new union of labels per sample only when the service's version moved.
  */
 export function labelledIndex(runIndex: RunIndexService, labels: LabelService) {
-  const seen = new WeakMap<object, number>();
+  const seen = new WeakMap<object, { version: number; size: number }>();
   return async (runIds: readonly string[]) => {
     const entry = await runIndex.index(runIds);
     await labels.ready();
-    if (seen.get(entry) !== labels.version) {
+    const s = seen.get(entry.index);
+    // Re-apply when the labels changed or the index grew (a live run's new rows).
+    if (!s || s.version !== labels.version || s.size !== entry.index.size) {
       entry.index.applyLabels(labels.bySample());
-      seen.set(entry, labels.version);
+      seen.set(entry.index, { version: labels.version, size: entry.index.size });
     }
     return entry;
   };
+}
+
+/** A stats request for some runs was overtaken by a newer one for the same runs (a changed filter). */
+export class SupersededError extends Error {
+  constructor() {
+    super('superseded by a newer statistics request for the same runs');
+    this.name = 'SupersededError';
+  }
 }
 
 /** Handlers of the Runs, Sample and Compare domain. */
@@ -42,15 +52,16 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
   const slices = new SliceStore(ctx.workspace);
   const sliceViews = async () => (await slices.list()).map((x) => ({ name: x.name, query: x.query, updatedAt: x.updatedAt }));
 
+  // The newest stats request per run set: an older one still computing stops at its next yield.
+  const statsGeneration = new Map<string, number>();
+  const yieldNow = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  /** The statistics rows of the samples matching `query`, read from the index's columns in one pass. */
   const rowsFor = async (runIds: readonly string[], query: string): Promise<StatRow[]> => {
-    if (!query.trim()) return (await Promise.all(runIds.map((id) => service.statRows(id)))).flat();
-    const { index, where } = await withLabels(runIds);
-    const ids = index.filter(query);
-    const out: StatRow[] = [];
-    for (const id of ids) {
-      const w = where[id];
-      if (w) out.push((await service.scan(w.run)).rows[w.line]!);
-    }
+    const { index } = await withLabels(runIds);
+    const ids = query.trim() ? index.filter(query) : index.all();
+    const out: StatRow[] = new Array<StatRow>(ids.length);
+    for (let j = 0; j < ids.length; j++) out[j] = index.statRow(ids[j]!);
     return out;
   };
 
@@ -60,8 +71,11 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
       return Promise.all(
         listed.map(async (r) => {
           if (!r.manifest) return { id: r.id, manifest: null, error: r.error, samples: 0, correct: 0, unreadable: 0 };
-          const scan = await service.scan(r.id);
-          return { id: r.id, manifest: r.manifest, samples: scan.rows.length, correct: scan.rows.filter((x) => x.correct).length, unreadable: scan.unreadable };
+          const t = await service.table(r.id);
+          const correct = t.index.bool('correct');
+          let k = 0;
+          for (let i = 0; i < t.index.size; i++) k += correct[i]!;
+          return { id: r.id, manifest: r.manifest, samples: t.index.size, correct: k, unreadable: t.unreadable };
         }),
       );
     },
@@ -104,10 +118,19 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
     },
     'samples:get': ({ runId, qid }) => service.get(runId, qid),
     'runs:stats': async ({ runIds, query }) => {
+      const key = [...new Set(runIds)].sort().join('\u0000');
+      const gen = (statsGeneration.get(key) ?? 0) + 1;
+      statsGeneration.set(key, gen);
+      const check = async () => {
+        await yieldNow();
+        if (statsGeneration.get(key) !== gen) throw new SupersededError();
+      };
       const rows = await rowsFor(runIds, query);
+      await check();
       const overall = accuracy(rows);
       const tu = toolUse(rows);
       const split = accuracyByToolUse(rows);
+      await check();
       const toGroup = (g: ReturnType<typeof accuracyTable>[number]): GroupStat => ({ key: g.key, n: g.n, correct: g.correct, accuracy: fin(g.accuracy), ci: { lo: fin(g.wilson.lo), hi: fin(g.wilson.hi) }, rapr: fin(g.rapr), callsPerSample: fin(g.callsPerSample), toolErrorRate: fin(g.toolErrorRate) });
       return {
         overall: group({}, overall, rows),
