@@ -37,7 +37,7 @@ export interface RunTable {
   lengths: Int32Array;
   /** Sample records read (a qid recorded twice counts twice); `index.size` counts distinct samples. */
   records: number;
-  /** Lines that could not be read (bad JSON, not a sample record; a torn tail is not counted). */
+  /** Lines that could not be read (bad JSON, not a sample record, a torn last line). */
   unreadable: number;
   /** Where the table came from (for tests and benchmarks). */
   origin: 'built' | 'loaded' | 'extended';
@@ -219,7 +219,7 @@ export class RunIndexService {
       offsets,
       lengths,
       records,
-      unreadable: issues.filter((i) => i.kind !== 'unterminated-tail' && i.kind !== 'torn-tail').length,
+      unreadable: issues.filter((i) => i.kind !== 'unterminated-tail').length,
       covered,
       // Bytes after the last newline: a record being written, or a torn one. Re-index from scratch next time.
       ragged: covered < buf.length,

@@ -4,17 +4,13 @@ import type { browseCalls, GroupStat } from '../../../app/contract';
 import { attachRunImages } from '../../../app/importers/attach';
 import type { RunIndexService } from '../../../app/sweeps/runIndex';
 import { QueryError, SliceStore } from '../../../app/sweeps/query';
-import { accuracy, accuracyByToolUse, accuracyTable, pairedCompare, toolUse, type AccuracyStat, type StatRow } from '../../../app/sweeps/stats';
+import { pairedCompare } from '../../../app/sweeps/stats';
+import { indexStats, type IndexGroupStat } from '../../../app/sweeps/query/indexStats';
 import type { CoreContext } from '../context';
 import type { LabelService } from '../../../app/labels';
 import { exportRunData } from '../../../app/training/exportRuns';
 
 const fin = (x: number): number | null => (Number.isFinite(x) ? x : null);
-
-function group(key: Record<string, string | null>, a: AccuracyStat, rows: readonly StatRow[]): GroupStat {
-  const tu = toolUse(rows);
-  return { key, n: a.n, correct: a.correct, accuracy: fin(a.accuracy), ci: { lo: fin(a.wilson.lo), hi: fin(a.wilson.hi) }, rapr: fin(tu.rapr), callsPerSample: fin(tu.callsPerSample), toolErrorRate: fin(tu.toolErrorRate) };
-}
 
 /**
  * The sample index of some runs with the label column current: labels change in the label service, and the
@@ -52,18 +48,9 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
   const slices = new SliceStore(ctx.workspace);
   const sliceViews = async () => (await slices.list()).map((x) => ({ name: x.name, query: x.query, updatedAt: x.updatedAt }));
 
-  // The newest stats request per run set: an older one still computing stops at its next yield.
+  // The newest stats request per run set: an older one still waiting (for the index, or its turn) gives up.
   const statsGeneration = new Map<string, number>();
   const yieldNow = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-  /** The statistics rows of the samples matching `query`, read from the index's columns in one pass. */
-  const rowsFor = async (runIds: readonly string[], query: string): Promise<StatRow[]> => {
-    const { index } = await withLabels(runIds);
-    const ids = query.trim() ? index.filter(query) : index.all();
-    const out: StatRow[] = new Array<StatRow>(ids.length);
-    for (let j = 0; j < ids.length; j++) out[j] = index.statRow(ids[j]!);
-    return out;
-  };
 
   return {
     'runs:list': async () => {
@@ -121,24 +108,21 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
       const key = [...new Set(runIds)].sort().join('\u0000');
       const gen = (statsGeneration.get(key) ?? 0) + 1;
       statsGeneration.set(key, gen);
-      const check = async () => {
-        await yieldNow();
-        if (statsGeneration.get(key) !== gen) throw new SupersededError();
-      };
-      const rows = await rowsFor(runIds, query);
-      await check();
-      const overall = accuracy(rows);
-      const tu = toolUse(rows);
-      const split = accuracyByToolUse(rows);
-      await check();
-      const toGroup = (g: ReturnType<typeof accuracyTable>[number]): GroupStat => ({ key: g.key, n: g.n, correct: g.correct, accuracy: fin(g.accuracy), ci: { lo: fin(g.wilson.lo), hi: fin(g.wilson.hi) }, rapr: fin(g.rapr), callsPerSample: fin(g.callsPerSample), toolErrorRate: fin(g.toolErrorRate) });
+      const { index } = await withLabels(runIds);
+      // Let a newer request for the same runs (the filter changed again) take over before any work is done.
+      await yieldNow();
+      if (statsGeneration.get(key) !== gen) throw new SupersededError();
+      statsGeneration.delete(key); // what follows is synchronous: no request can overtake it now
+      const s = indexStats(index, query.trim() ? index.filter(query) : undefined);
+      const toGroup = (g: IndexGroupStat): GroupStat => ({ key: g.key, n: g.n, correct: g.correct, accuracy: fin(g.accuracy), ci: { lo: fin(g.wilson.lo), hi: fin(g.wilson.hi) }, rapr: fin(g.rapr), callsPerSample: fin(g.callsPerSample), toolErrorRate: fin(g.toolErrorRate) });
+      const tu = s.toolUse;
       return {
-        overall: group({}, overall, rows),
-        byBench: accuracyTable(rows, ['bench']).map(toGroup),
-        byCategory: accuracyTable(rows, ['bench', 'category']).map(toGroup),
+        overall: toGroup(s.overall),
+        byBench: s.byBench.map(toGroup),
+        byCategory: s.byCategory.map(toGroup),
         toolUse: { n: tu.n, rapr: fin(tu.rapr), callsPerSample: fin(tu.callsPerSample), toolErrorRate: fin(tu.toolErrorRate), stopReasons: tu.stopReasons, callHistogram: [...tu.callHistogram] },
-        withTool: { n: split.withTool.n, accuracy: fin(split.withTool.accuracy), ci: { lo: fin(split.withTool.wilson.lo), hi: fin(split.withTool.wilson.hi) } },
-        withoutTool: { n: split.withoutTool.n, accuracy: fin(split.withoutTool.accuracy), ci: { lo: fin(split.withoutTool.wilson.lo), hi: fin(split.withoutTool.wilson.hi) } },
+        withTool: { n: s.withTool.n, accuracy: fin(s.withTool.accuracy), ci: { lo: fin(s.withTool.wilson.lo), hi: fin(s.withTool.wilson.hi) } },
+        withoutTool: { n: s.withoutTool.n, accuracy: fin(s.withoutTool.accuracy), ci: { lo: fin(s.withoutTool.wilson.lo), hi: fin(s.withoutTool.wilson.hi) } },
       };
     },
     'slices:list': () => sliceViews(),
