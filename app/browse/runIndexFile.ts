@@ -15,7 +15,7 @@ import { closeSync, openSync, readSync, promises as fsp } from 'node:fs';
 import type { IndexColumns } from './query/sampleIndex';
 
 export const INDEX_FILE = 'samples.idx';
-/** Bump when the columns or the search text change meaning (app/sweeps/query/sampleIndex.ts searchableText). */
+/** Bump when the columns or the search text change meaning (app/browse/query/sampleIndex.ts searchableText). */
 export const INDEX_FORMAT = 1;
 const MAGIC = Buffer.from('LOUPEIDX', 'latin1');
 const FINGERPRINT_SPAN = 64 * 1024;

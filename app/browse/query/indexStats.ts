@@ -4,7 +4,7 @@
  * same numbers as app/sweeps/stats (accuracy, accuracyTable, toolUse, accuracyByToolUse) with Wilson intervals,
  * which is what the contract's RunStats carries (the bootstrap intervals those functions add are not shown there).
  */
-import { wilson, type Interval } from '../stats/accuracy';
+import { wilson, type Interval } from '../../sweeps/stats/accuracy';
 import type { SampleIndex } from './sampleIndex';
 
 export interface IndexGroupStat {

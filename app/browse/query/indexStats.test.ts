@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateSamples } from '../../../scripts/gen-large-run';
 import type { SampleRecord } from '../../contract/trajectory';
-import { accuracy, accuracyByToolUse, accuracyTable, toolUse, type StatRow } from '../stats';
+import { accuracy, accuracyByToolUse, accuracyTable, toolUse, type StatRow } from '../../sweeps/stats';
 import { indexStats } from './indexStats';
 import { SampleIndex } from './sampleIndex';
 

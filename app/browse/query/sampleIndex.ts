@@ -230,7 +230,7 @@ export class SampleIndex implements QuerySource {
     return this.textsArr !== undefined;
   }
 
-  /** Everything but the labels and search texts, as columns (see `fromColumns`; app/sweeps/runIndexFile writes them). */
+  /** Everything but the labels and search texts, as columns (see `fromColumns`; app/browse/runIndexFile writes them). */
   columns(): IndexColumns {
     const n = this.n;
     const dict = (f: StringField) => ({ codes: this.dicts[f].codes.slice(0, n), values: [...this.dicts[f].values] });

@@ -2,7 +2,7 @@
  * Sample tables over one or several runs, at the scale of real runs: a columnar SampleIndex per run plus the byte
  * range of every record, so opening one sample reads one line, never the file.
  *
- * Each run's index is persisted beside it (`samples.idx`, app/sweeps/runIndexFile.ts) and loaded lazily: the first
+ * Each run's index is persisted beside it (`samples.idx`, app/browse/runIndexFile.ts) and loaded lazily: the first
  * request for a run reads the small columns (not the samples file), the search texts follow on the first search.
  * A run that grew since (a live sweep) has only its new lines parsed; one that changed otherwise is re-indexed.
  */
@@ -13,7 +13,7 @@ import { SampleRecordSchema } from '../contract/trajectory';
 import { parseJsonl } from '../workspace/jsonl';
 import { SampleIndex } from './query/sampleIndex';
 import { encodeRunIndex, INDEX_FILE, readRunIndex, sameStamp, stampOf, writeRunIndex, type SourceStamp } from './runIndexFile';
-import type { StatRow } from './stats/accuracy';
+import type { StatRow } from '../sweeps/stats/accuracy';
 
 export interface RunFiles {
   /** Absolute path of the run folder (holds manifest.json and samples.jsonl). */
