@@ -14,8 +14,10 @@
  * median, heap < 400 MB. Medians of REPEAT repetitions; the spread (min–max) is the noise.
  */
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
+import { runIdFor } from '../../scripts/gen-large-run';
 import { launchBrowser, ROOT, startApp, tempWorkspace } from '../e2e/harness';
 
 const N = Number(process.env.LOUPE_BENCH_ROWS ?? 50_000);
@@ -135,6 +137,10 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     await context.addInitScript(FIRST_ROWS_OBSERVER);
     let page = await context.newPage();
     row('first rows, first open (no index yet: parse + index)', [await firstRows(page, `${app.openUrl}#/runs`)], 'ms', '—', { rows: N });
+    // The core writes samples.idx in the background after the first open; a user's app is open longer than that.
+    const idx = path.join(ws, 'runs', runIdFor(N, 1), 'samples.idx');
+    for (let t = 0; !fs.existsSync(idx) && t < 600; t++) await new Promise((r) => setTimeout(r, 500));
+    if (!fs.existsSync(idx)) throw new Error(`the core wrote no ${idx} in 300 s`);
 
     // Cold: a new core process each time (the index on disk, the files in the page cache).
     const cold: number[] = [];
