@@ -194,6 +194,7 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
   } finally {
     await browser.close();
     await app.stop();
+    fs.rmSync(ws, { recursive: true, force: true }); // 160 MB of generated run and index
   }
   return rows;
 }
