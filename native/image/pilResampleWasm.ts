@@ -12,21 +12,34 @@
 import { type Coeffs, sourceSpan } from './pilCoeffs';
 import { PIL_RESAMPLE_WASM_BASE64 } from './pilResampleWasmBytes';
 
+/** The slice of the WebAssembly JS API used here (the Node type definitions do not declare it all). */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+type WasmModule = object;
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => WasmModule;
+  Instance: new (module: WasmModule, imports: object) => { exports: unknown };
+}
+const WA = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+
 interface Kernels {
-  memory: WebAssembly.Memory;
+  memory: WasmMemory;
   hpass(src: number, inStride: number, rows: number, out: number, outW: number, bounds: number, kk: number, ksize: number): void;
   vpass(src: number, stride: number, out: number, from: number, to: number, bounds: number, kk: number, ksize: number, yOffset: number): void;
 }
 
 const KEEP_BYTES = 256 << 20;
-let module: WebAssembly.Module | null | undefined;
+let module: WasmModule | null | undefined;
 let kernels: Kernels | null = null;
 
 /** The compiled module, or null where WebAssembly SIMD is unavailable (then callers use the TS kernels). */
-function compiled(): WebAssembly.Module | null {
+function compiled(): WasmModule | null {
   if (module !== undefined) return module;
   try {
-    module = new WebAssembly.Module(Buffer.from(PIL_RESAMPLE_WASM_BASE64, 'base64'));
+    if (!WA) throw new Error('no WebAssembly');
+    module = new WA.Module(Buffer.from(PIL_RESAMPLE_WASM_BASE64, 'base64'));
   } catch {
     module = null;
   }
@@ -37,7 +50,7 @@ function instance(): Kernels | null {
   if (kernels) return kernels;
   const m = compiled();
   if (!m) return null;
-  kernels = new WebAssembly.Instance(m, {}).exports as unknown as Kernels;
+  kernels = new WA!.Instance(m, {}).exports as unknown as Kernels;
   return kernels;
 }
 

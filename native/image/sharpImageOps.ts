@@ -10,8 +10,10 @@
  *   a re-encoded PNG of the un-rotated pixels, so a viewer cannot show them rotated.
  *
  * Resampling (`resampler`): 'pillow' (default) = `pilResample.ts`, byte-identical to Pillow's
- * `Image.resize(size, BICUBIC)` (the reference's default resample), in JS, sliced so it yields to the
- * event loop; it is several times slower than libvips (and ~2.4× slower than Pillow's C). 'libvips' =
+ * `Image.resize(size, BICUBIC)` (the reference's default resample), with WebAssembly SIMD kernels
+ * (`pilResample.wat`; TS kernels where SIMD is missing), on worker threads for large images and in
+ * event-loop-friendly bands otherwise; about as fast as libvips' own resize in the 4K pipeline
+ * (tests/bench/imageops.bench.ts). 'libvips' =
  * sharp's `cubic` kernel: the same Catmull-Rom (a = -0.5) kernel, but libvips box-shrinks first for
  * reductions ≥ 2×, upsamples through a different path and rounds its fixed point differently: vs
  * Pillow, a mean |Δ| of ~0.2–0.3 levels (max ~9) on plain downscales and ~3.2 (max 81) on the bench's
