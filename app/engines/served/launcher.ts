@@ -210,6 +210,12 @@ export class ServedEngine {
       const ok = await this.health(Math.max(2000, every));
       if (this.stopping || this.st.status !== 'ready') return;
       misses = ok ? 0 : misses + 1;
+      if (!ok && this.placement.kind === 'slurm' && this.st.jobId) {
+        // A missed check on a cluster: ask Slurm at once, so a cancelled or failed job is named as such.
+        const js = await this.placement.connector.status(this.st.jobId).catch(() => null);
+        if (js && isTerminal(js.state)) return this.fail(`Slurm job ${js.id} ended (${js.rawState}${js.exitCode !== undefined && js.exitCode !== null ? `, exit ${js.exitCode}` : ''})${js.message ? `: ${js.message}` : ''}`);
+      }
+      if (this.stopping || this.st.status !== 'ready') return;
       if (misses >= 3) return this.fail(`the server stopped answering (${this.lastHealthError})`);
       this.monitor = setTimeout(() => void tick(), every);
     };
