@@ -15,7 +15,9 @@ import type { SlurmSshConnector } from '../../connectors/slurm';
 import type { SshTunnel } from '../../connectors/ssh';
 import { isTerminal, type FollowHandle, type JobResources, type JobStatus } from '../../connectors/types';
 import { OpenAIEngine, type OpenAIEngineOptions } from '../openai/openaiEngine';
-import { parseServedSpec, renderServedCommand, shellLine, type ServedBackend, type ServedEngineSpec, type ServedEngineSpecInput } from './commands';
+import { readFile } from 'node:fs/promises';
+import { shq } from '../../connectors/ssh';
+import { checkPreprocessorBounds, parseServedSpec, renderServedCommand, shellLine, type ServedBackend, type ServedEngineSpec, type ServedEngineSpecInput } from './commands';
 
 export type ServedStatus = 'starting' | 'ready' | 'error' | 'stopped';
 
@@ -227,8 +229,23 @@ export class ServedEngine {
     this.monitor = null;
   }
 
+  /** SGLang and transformers serve read MIN/MAX_PIXELS from the folder: refuse a folder whose bounds differ. */
+  private async checkFolderBounds(read: (file: string) => Promise<string>): Promise<void> {
+    if ((this.spec.backend !== 'sglang' && this.spec.backend !== 'transformers') || this.spec.allowPixelMismatch) return;
+    const file = `${this.spec.modelDir.replace(/[\\/]+$/, '')}/preprocessor_config.json`;
+    let text: string;
+    try {
+      text = await read(file);
+    } catch (e) {
+      throw new Error(`cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    const why = checkPreprocessorBounds(text, this.spec);
+    if (why) throw new Error(`${file}: ${why}`);
+  }
+
   /** Local: a child process in its own process group (so stop ends its workers too). */
   async startLocal(): Promise<void> {
+    await this.checkFolderBounds((f) => readFile(f, 'utf8'));
     const cmd = renderServedCommand(this.spec, { node: this.opts.node, loupeBin: this.opts.loupeBin });
     const env: NodeJS.ProcessEnv = { ...process.env, ...cmd.env };
     if (cmd.apiKeyEnv && this.apiKey) env[cmd.apiKeyEnv] = this.apiKey;
@@ -255,6 +272,11 @@ export class ServedEngine {
 
   /** Slurm: submit the server as a job, wait for it to run and print where it listens, then tunnel to it. */
   async startSlurm(p: Extract<ServedPlacement, { kind: 'slurm' }>): Promise<void> {
+    await this.checkFolderBounds(async (f) => {
+      const r = await p.connector.ssh.exec(`cat ${shq(f)}`, { timeoutMs: 30_000 });
+      if (r.code !== 0) throw new Error(r.stderr.trim() || `exit ${r.code}`);
+      return r.stdout.toString('utf8');
+    });
     const cmd = renderServedCommand(this.spec, { node: this.opts.node, loupeBin: this.opts.loupeBin });
     const script = [
       '#!/bin/bash',

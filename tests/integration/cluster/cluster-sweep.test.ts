@@ -36,7 +36,7 @@ describeIf(!!env, SERVICES, 'a sweep as a Slurm array (real slurm + sshd)', () =
     ({ data, replay } = await makeSynth(base, N));
     qids = (await readRecords(replay)).map((r) => r.qid as string);
     slurm = ciSlurm(e, `${base}/logs`);
-  }, 120_000);
+  }, 600_000); // drawing 60 scenes takes a while on a busy machine
   afterAll(async () => {
     await slurm?.close();
     if (base) rmSync(base, { recursive: true, force: true });

@@ -47,6 +47,12 @@ describe('served engine, started here', () => {
     expect(e.state().status).toBe('error'); // stop keeps the reason it failed
   }, READY_MS);
 
+  it('transformers serve on a folder whose preprocessor bounds differ from the dialect’s is refused before it starts', async () => {
+    const e = launcher.start({ backend: 'transformers', modelDir: TINY_MODEL }, { kind: 'local' });
+    await expect(e.ready).rejects.toThrow(/preprocessor_config\.json: preprocessor_config\.json has min_pixels\/max_pixels .* the dialect wants 200704\/6272000/);
+    expect(e.state().pid).toBeUndefined(); // nothing was spawned
+  });
+
   it('a folder that is not a model fails with the server’s own words and leaves no process', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'loupe-notamodel-'));
     try {
