@@ -39,7 +39,6 @@ const PathSchema = z
   .min(1)
   .max(4096)
   .refine((p) => p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p), 'must be an absolute path')
-  // eslint-disable-next-line no-control-regex
   .refine((p) => !/[\u0000-\u001f\u007f]/.test(p), 'must not contain control characters (newlines, NUL)')
   .refine((p) => !p.split(/[\\/]/).includes('..'), "must not contain a '..' segment");
 

@@ -14,7 +14,7 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { register as registerServeModel } from '../../../main/cli/commands/serveModel';
-import { checkPreprocessorBounds, dialectPixelBounds, parseServedSpec, renderServedCommand, shellLine } from './commands';
+import { checkPreprocessorBounds, dialectPixelBounds, parseServedSpec, renderServedCommand, shellLine } from '../../../app/engines/served/commands';
 
 const DIR = '/models/Pixel-Reasoner-7B';
 const PX = 28 * 28;
