@@ -17,7 +17,7 @@ import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { generateSynth } from '../../app/bench/loupe-synth';
+import { generateSynth } from '../../app/synth';
 import { ServedEngineLauncher } from '../../app/engines/served/launcher';
 import { runEvalCommand } from '../../main/cli/commands/eval';
 import { sharpSynthRaster } from '../../native/image/synthRaster';
