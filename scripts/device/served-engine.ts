@@ -66,8 +66,8 @@ async function main(): Promise<number> {
     const one = sink();
     const t1 = Date.now();
     const code1 = await runEvalCommand({ ...common, limit: 1, run: 'one-trajectory' }, { stdout: one.stream, stderr: process.stderr });
-    const rec = JSON.parse(readFileSync(path.join(work, 'ws', 'runs', 'one-trajectory', 'samples.jsonl'), 'utf8').split('\n')[0]!) as { qid: string; stop_reason: string; turns: unknown[]; prediction: string };
-    out({ step: 'trajectory', exit: code1, seconds: (Date.now() - t1) / 1000, qid: rec.qid, stop_reason: rec.stop_reason, turns: rec.turns.length, prediction: rec.prediction.slice(0, 120) });
+    const rec = JSON.parse(readFileSync(path.join(work, 'ws', 'runs', 'one-trajectory', 'samples.jsonl'), 'utf8').split('\n')[0]!) as { qid: string; stop_reason: string; calls: number; latency_ms: number; trajectory: { turns?: unknown[] }; prediction: string };
+    out({ step: 'trajectory', exit: code1, seconds: (Date.now() - t1) / 1000, qid: rec.qid, stop_reason: rec.stop_reason, turns: rec.trajectory.turns?.length ?? null, calls: rec.calls, latency_ms: rec.latency_ms, prediction: rec.prediction.slice(0, 120) });
     if (code1 !== 0 || rec.stop_reason === 'engine_error') throw new Error('the trajectory failed');
 
     // The sweep.
