@@ -50,7 +50,7 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
           <div className="card" data-testid="compare-categories">
             <h3>Per category <span className="muted small">(shared samples; A and B: {INTERVAL_NAME}; Δ = B − A in points: Newcombe's paired Wilson interval)</span></h3>
             <div className="stats-scroll">
-              <table className="table compact">
+              <table className="table compact compare-cat-table">
                 <thead>
                   <tr><th>Benchmark / category</th><th className="num">n</th><th className="num">Acc. A</th><th className="num">95 % CI</th><th className="num">Acc. B</th><th className="num">95 % CI</th><th className="num">Δ</th><th className="num">95 % CI of Δ</th><th className="num" title="A better / B better">A / B better</th><th className="num" title="exact McNemar">p</th></tr>
                 </thead>
