@@ -51,9 +51,9 @@ export function DemoScratchPanel() {
             <tr key={r.id} data-testid="demo-scratch-row" data-run={r.id}>
               <td className="ellipsis" title={r.question}>{r.question || r.name}</td>
               <td className="muted ellipsis">{r.model}</td>
-              <td className="muted">{new Date(r.createdAt).toLocaleString()}</td>
-              <td className="muted">{r.turns} turn(s){r.branches > 1 ? ` · ${r.branches} branches` : ''}{r.live ? ' · still running or paused' : ''}</td>
-              <td className="run-actions">
+              <td className="muted demo-scratch-when">{new Date(r.createdAt).toLocaleString()}</td>
+              <td className="muted nowrap" title={r.live ? 'Still running or paused in step mode: saving or discarding stops it first' : undefined}>{r.turns} turn(s){r.branches > 1 ? ` · ${r.branches} branches` : ''}{r.live ? ' · paused' : ''}</td>
+              <td className="run-actions nowrap">
                 {naming?.id === r.id ? (
                   <form
                     onSubmit={(e) => {
