@@ -6,7 +6,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import type { Box, DemoBranch, DemoEvent, DemoExample, DemoProposal, DemoRunReq, ExportResult, MediaRef, ReplaySource, Trajectory } from '../contract';
+import type { Box, DemoBranch, DemoEvent, DemoExample, DemoProposal, DemoRunReq, DemoScratchRun, ExportResult, MediaRef, ReplaySource, RunManifest, SampleRecord, Trajectory } from '../contract';
 import { DemoRunReqSchema } from '../contract';
 import { runEpisode, ScriptedEngine, countCalls, type StepHookContext, type StepHookDecision } from '../agent';
 import { runPyVisionEpisode } from '../agent/pyvisionEpisode';
@@ -79,6 +79,11 @@ export interface DemoServiceDeps {
   workspace: string;
   media: MediaStore;
   runs: RunStore;
+  /**
+   * The Demo's scratch space (the workspace's `demo/`): every question's run is written here, out of the run list,
+   * stats and Annotate's queue, until the user saves it (`save` moves it into `runs`) or discards it.
+   */
+  scratch: RunStore;
   models: ModelService;
   /** Image work off the thread that serves requests (native/image's worker ops in the app). */
   imageOps: ImageOps;
@@ -87,6 +92,8 @@ export interface DemoServiceDeps {
   toJpeg(bytes: Uint8Array, quality: number): Promise<Uint8Array>;
   /** The bundled example scenes (models/loupe-tiny/examples). */
   examplesDir: string;
+  /** Move a scratch run into `runs/` under a unique name (`Workspace.saveDemoRun`, shared with `loupe runs save`). */
+  saveDemoRun(id: string, name?: string): Promise<RunManifest>;
   /** Runs PyVision code (native/pysandbox in the app); without it, pyvision demo runs end with a clear error. */
   codeSandbox?: CodeSandboxFactory;
   emit<E extends EventName>(event: E, payload: EventPayload<E>): void;
@@ -97,7 +104,7 @@ export interface DemoServiceDeps {
 export type DemoService = ReturnType<typeof createDemoService>;
 
 export function createDemoService(d: DemoServiceDeps) {
-  const { media, runs, imageOps, animator, models } = d;
+  const { media, runs, scratch, imageOps, animator, models } = d;
   const live = new Map<string, LiveRun>();
 
   /** Stop every live run (the core is shutting down). */
@@ -109,8 +116,21 @@ export function createDemoService(d: DemoServiceDeps) {
     await Promise.allSettled([...live.values()].map((r) => r.done));
   }
 
+  /** A question left running or paused in step mode is stopped (its partial trajectory kept) before it is saved or dropped. */
+  async function settle(runId: string): Promise<void> {
+    const run = live.get(runId);
+    if (!run) return;
+    run.stepping = false;
+    run.pause?.resolve({ action: 'stop', keepStepping: false });
+    run.controller.abort(new Error('stopped: the question was saved or discarded'));
+    await run.done;
+  }
+
+  /** Where a run lives: the scratch space for unsaved Demo questions, else `runs/`. */
+  const storeOf = async (runId: string): Promise<RunStore> => ((await scratch.hasRun(runId)) ? scratch : runs);
+
   async function recordedTrajectory(runId: string, qid: string): Promise<Trajectory> {
-    const { records } = await runs.readSamples(runId);
+    const { records } = await (await storeOf(runId)).readSamples(runId);
     const rec = records.find((r) => r.qid === qid);
     if (!rec) throw new Error(`run ${runId} has no sample "${qid}"`);
     if (!rec.trajectory || rec.trajectory.turns.length === 0) throw new Error(`sample "${qid}" of run ${runId} has no recorded model turns to replay`);
@@ -411,7 +431,7 @@ export function createDemoService(d: DemoServiceDeps) {
   };
 
   async function branchesOf(runId: string): Promise<Array<DemoBranch & { trajectory: Trajectory }>> {
-    const { records } = await runs.readSamples(runId);
+    const { records } = await (await storeOf(runId)).readSamples(runId);
     const out: Array<DemoBranch & { trajectory: Trajectory }> = [];
     for (const r of records) {
       if (!r.trajectory) continue;
@@ -496,7 +516,7 @@ export function createDemoService(d: DemoServiceDeps) {
       const req = DemoRunReqSchema.parse(input);
       for (const m of req.media) if (!(await media.has(m.id).catch(() => false))) throw new Error(`media ${m.id} is not in this workspace; import the image again`);
       if (req.dialect !== 'pyvision' && req.dialect !== 'pyvision-rl') getDialect(req.dialect);
-      const handle = await runs.createRun({
+      const handle = await scratch.createRun({
         kind: 'demo',
         name: `demo ${req.question.slice(0, 30)}`,
         model: { id: req.engine.kind === 'local' ? req.engine.modelId : req.engine.kind === 'openai' ? req.engine.model : `replay:${req.engine.runId}/${req.engine.qid}` },
@@ -507,7 +527,7 @@ export function createDemoService(d: DemoServiceDeps) {
         ...(req.settings.maxPixels ? { maxPixels: req.settings.maxPixels } : {}),
         decoding: { temperature: req.settings.temperature },
         limits: { ...(req.settings.maxCalls ? { maxCalls: req.settings.maxCalls } : {}), ...(req.settings.maxImages ? { maxImages: req.settings.maxImages } : {}), ...(req.settings.tokenBudget ? { tokenBudget: req.settings.tokenBudget } : {}) },
-        extra: { stepMode: req.stepMode, appVersion: APP_VERSION },
+        extra: { stepMode: req.stepMode, appVersion: APP_VERSION, question: req.question },
       });
       const run: LiveRun = { id: handle.id, controller: new AbortController(), stepping: req.stepMode, pause: null, branches: [], done: Promise.resolve() };
       live.set(run.id, run);
@@ -554,6 +574,43 @@ export function createDemoService(d: DemoServiceDeps) {
       const stored = await branchesOf(runId);
       if (run) for (const b of run.branches) if (b.trajectory && !stored.some((s) => s.id === b.id)) stored.push({ id: b.id, label: b.label, ...(b.forkTurn !== undefined ? { forkTurn: b.forkTurn } : {}), trajectory: b.trajectory });
       return { runId, branches: stored };
+    },
+
+    /** The unsaved Demo questions, newest first. */
+    scratchList: async (): Promise<DemoScratchRun[]> => {
+      const out: DemoScratchRun[] = [];
+      for (const r of await scratch.listRuns()) {
+        if (!r.manifest) continue;
+        const { records } = await scratch.readSamples(r.id).catch(() => ({ records: [] as SampleRecord[] }));
+        const first = records[0];
+        out.push({
+          id: r.id,
+          name: r.manifest.name ?? r.id,
+          createdAt: r.manifest.createdAt,
+          model: r.manifest.model.id,
+          // Asked but not yet answered (paused before its first sample): the question the manifest keeps.
+          question: first?.question ?? (typeof r.manifest.extra?.['question'] === 'string' ? r.manifest.extra['question'] : ''),
+          branches: records.length,
+          turns: first?.trajectory?.turns.length ?? 0,
+          live: live.has(r.id),
+        });
+      }
+      return out;
+    },
+
+    /** Keep a Demo question: it becomes a run in `runs/` (same id and files), shown on the Runs page. */
+    save: async ({ runId, name }: { runId: string; name?: string | undefined }): Promise<{ runId: string; name: string }> => {
+      await settle(runId);
+      const m = await d.saveDemoRun(runId, name);
+      return { runId, name: m.name ?? runId };
+    },
+
+    /** Drop an unsaved Demo question for good (its media stay: they are shared, content-addressed). */
+    discard: async ({ runId }: { runId: string }): Promise<{ discarded: boolean }> => {
+      await settle(runId);
+      if (!(await scratch.hasRun(runId))) throw new Error(`run ${runId} is not an unsaved Demo question`);
+      await scratch.removeRun(runId);
+      return { discarded: true };
     },
 
     export: async ({ runId, branch, format }: { runId: string; branch?: string | undefined; format: 'html' | 'webp' | 'gif' }): Promise<ExportResult> => {

@@ -12,6 +12,7 @@ export { importDeepEyes, importLmmsEval, importPixelReasoner, importVerlTool };
 export { workspaceWriter } from './writer';
 export { detectFormat } from './detect';
 export * from './attach';
+export { importToWorkspace, type WorkspaceImportOptions, type WorkspaceImportResult } from './toWorkspace';
 
 const IMPORTERS: Record<ImportFormat, (input: string, opts?: ImportOptions) => Promise<ImportedRun>> = {
   'pixel-reasoner': importPixelReasoner,

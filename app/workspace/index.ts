@@ -3,6 +3,7 @@ import { promises as fsp } from 'node:fs';
 import { MediaStore } from './mediaStore';
 import { defaultWorkspaceDir, workspaceLayout, type WorkspaceLayout } from './paths';
 import { RunStore } from './runStore';
+import type { RunManifest } from '../contract/trajectory';
 import { readSettings, writeSettings, type WorkspaceSettings } from './settings';
 
 export * from './paths';
@@ -15,11 +16,14 @@ export * from './settings';
 export class Workspace {
   readonly layout: WorkspaceLayout;
   readonly runs: RunStore;
+  /** The Demo's scratch space: its questions wait here, out of the run list, until saved (`saveDemoRun`) or discarded. */
+  readonly demo: RunStore;
   readonly media: MediaStore;
 
   constructor(root: string = defaultWorkspaceDir()) {
     this.layout = workspaceLayout(root);
     this.runs = new RunStore(this.layout.runsDir);
+    this.demo = new RunStore(this.layout.demoDir);
     this.media = new MediaStore(this.layout.mediaDir);
   }
 
@@ -30,8 +34,22 @@ export class Workspace {
   /** Create the folders (idempotent). */
   async init(): Promise<this> {
     const l = this.layout;
-    for (const d of [l.root, l.runsDir, l.mediaDir, l.labelsDir, l.modelsDir]) await fsp.mkdir(d, { recursive: true });
+    for (const d of [l.root, l.runsDir, l.demoDir, l.mediaDir, l.labelsDir, l.modelsDir]) await fsp.mkdir(d, { recursive: true });
     return this;
+  }
+
+  /**
+   * Keep a Demo question: move it from the scratch space into `runs/` (same id, folder moved whole, so nothing is
+   * copied or lost), named `name` or its scratch name, made unique among the runs.
+   */
+  async saveDemoRun(id: string, name?: string): Promise<RunManifest> {
+    const manifest = await this.demo.readManifest(id);
+    if (await this.runs.hasRun(id)) throw new Error(`run ${id} is already in runs/; nothing to save`);
+    const wanted = (name ?? manifest.name ?? id).trim() || id;
+    const next: RunManifest = { ...manifest, name: await this.runs.uniqueName(wanted) };
+    await this.demo.writeManifest(next);
+    await this.demo.moveRunTo(id, this.runs);
+    return next;
   }
 
   readSettings(): Promise<WorkspaceSettings> {

@@ -10,6 +10,8 @@ export interface WorkspaceLayout {
   root: string;
   /** `runs/<run-id>/manifest.json` + `runs/<run-id>/samples.jsonl`. */
   runsDir: string;
+  /** `demo/<run-id>/…`: the Demo's scratch space, runs in the same shape, until the user saves them into `runs/`. */
+  demoDir: string;
   /** `media/<sha256>.<ext>`: content-addressed images. */
   mediaDir: string;
   /** `labels/*.jsonl`: append-only label events. */
@@ -24,6 +26,7 @@ export function workspaceLayout(root: string): WorkspaceLayout {
   return {
     root: abs,
     runsDir: path.join(abs, 'runs'),
+    demoDir: path.join(abs, 'demo'),
     mediaDir: path.join(abs, 'media'),
     labelsDir: path.join(abs, 'labels'),
     modelsDir: path.join(abs, 'models'),

@@ -267,6 +267,26 @@ export class RunStore {
     await fsyncDir(this.runsDir);
   }
 
+  /** Move a run's folder into another store (the Demo scratch space → `runs/`); refuses an id the other has. */
+  async moveRunTo(id: string, other: RunStore): Promise<void> {
+    const src = this.runDir(id);
+    const dest = other.runDir(id);
+    if (!(await exists(path.join(src, MANIFEST_FILE)))) throw new Error(`run ${id}: no such run in ${this.runsDir}`);
+    if (await exists(dest)) throw new Error(`run ${id}: a run with this id exists in ${other.runsDir}`);
+    await fsp.mkdir(other.runsDir, { recursive: true });
+    await fsp.rename(src, dest);
+    await fsyncDir(this.runsDir);
+    await fsyncDir(other.runsDir);
+  }
+
+  /** Delete a run for good (the Demo's scratch questions; `runs/` deletes go through the trash). */
+  async removeRun(id: string): Promise<void> {
+    const dir = this.runDir(id);
+    if (!(await exists(dir))) throw new Error(`run ${id}: no such run in ${this.runsDir}`);
+    await fsp.rm(dir, { recursive: true, force: true });
+    await fsyncDir(this.runsDir);
+  }
+
   /** Runs in the trash, newest first. */
   async listTrash(): Promise<RunListing[]> {
     return new RunStore(this.trashDir).listRuns();

@@ -172,3 +172,34 @@ describe('Workspace', () => {
     await expect(ws.readSettings()).rejects.toThrow(/settings\.json is not valid JSON/);
   });
 });
+
+describe('the Demo scratch space', () => {
+  it('keeps Demo runs out of runs/ until saved; saving moves the folder whole under a unique name', async () => {
+    const ws = await new Workspace(tmp).init();
+    await ws.runs.createRun({ ...manifest, id: 'kept', name: 'demo What is it?', kind: 'demo' });
+    const h = await ws.demo.createRun({ ...manifest, id: 'q1', name: 'demo What is it?', kind: 'demo' });
+    await h.appendSample(sample(1));
+    await h.close();
+    expect((await ws.runs.listRuns()).map((r) => r.id)).toEqual(['kept']);
+    const m = await ws.saveDemoRun('q1');
+    expect(m.name).toBe('demo What is it? (2)');
+    expect((await ws.runs.listRuns()).map((r) => r.id).sort()).toEqual(['kept', 'q1']);
+    expect((await ws.runs.readSamples('q1')).records.map((r) => r.qid)).toEqual(['q1']);
+    expect(await ws.demo.listRuns()).toEqual([]);
+    await expect(ws.saveDemoRun('q1')).rejects.toThrow(/no manifest/);
+  });
+
+  it('refuses ids with path tricks and an id runs/ already has, losing nothing', async () => {
+    const ws = await new Workspace(tmp).init();
+    await expect(ws.saveDemoRun('../runs')).rejects.toThrow(/not a valid run id/);
+    await expect(ws.saveDemoRun('a/b')).rejects.toThrow(/not a valid run id/);
+    await ws.runs.createRun({ ...manifest, id: 'same', kind: 'eval' });
+    await ws.demo.createRun({ ...manifest, id: 'same', kind: 'demo' });
+    await expect(ws.saveDemoRun('same')).rejects.toThrow(/already in runs/);
+    expect(await ws.demo.hasRun('same')).toBe(true);
+    expect((await ws.runs.readManifest('same')).kind).toBe('eval');
+    await ws.demo.removeRun('same');
+    expect(await ws.demo.hasRun('same')).toBe(false);
+    await expect(ws.demo.removeRun('same')).rejects.toThrow(/no such run/);
+  });
+});

@@ -105,6 +105,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     workspace,
     media: ws.media,
     runs: ws.runs,
+    scratch: ws.demo,
+    saveDemoRun: (id, name) => ws.saveDemoRun(id, name),
     models,
     imageOps,
     animator: new SharpAnimationRenderer((id) => ws.media.pathOf(id)),

@@ -102,7 +102,9 @@ describe('demo core handlers', () => {
     const done = events.at(-1) as Extract<DemoEvent, { type: 'done' }>;
     expect(done.trajectory.stopReason).toBe('answer');
     expect(done.trajectory.finalText).toContain('\\boxed{green}');
-    const store = new RunStore(path.join(workspace, 'runs'));
+    // Unsaved: in the Demo's scratch space, not among the runs.
+    const store = new RunStore(path.join(workspace, 'demo'));
+    expect(await new RunStore(path.join(workspace, 'runs')).hasRun(await runId)).toBe(false);
     const manifest = await store.readManifest(await runId);
     expect(manifest.kind).toBe('demo');
     expect(manifest.engine).toBe('replay');
@@ -225,7 +227,7 @@ describe('demo core handlers', () => {
       const done = events.at(-1) as Extract<DemoEvent, { type: 'done' }>;
       expect(done.trajectory.stopReason).toBe('engine_error');
       expect(done.trajectory.turns[0]?.text).toBe('The glass is ');
-      const { records } = await new RunStore(path.join(workspace, 'runs')).readSamples(done.runId);
+      const { records } = await new RunStore(path.join(workspace, 'demo')).readSamples(done.runId);
       expect(records[0]?.trajectory?.turns[0]?.text).toBe('The glass is ');
     } finally {
       server.close();

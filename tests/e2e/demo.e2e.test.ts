@@ -109,9 +109,9 @@ describe('Demo page in browser mode', () => {
     await screenshot(page, 'demo-replay-crop-lightbox');
     await page.keyboard.press('Escape');
     await expect(page.getByTestId('lightbox').count()).resolves.toBe(0);
-    // The run is in the workspace as a demo run.
-    const runs = fs.readdirSync(path.join(app.workspace, 'runs')).filter((d) => d !== 'recorded-glass');
-    const kinds = runs.map((d) => (JSON.parse(fs.readFileSync(path.join(app.workspace, 'runs', d, 'manifest.json'), 'utf8')) as { kind: string }).kind);
+    // The run waits in the Demo's scratch space (demo/) as a demo run, not among the runs.
+    const runs = fs.readdirSync(path.join(app.workspace, 'demo'));
+    const kinds = runs.map((d) => (JSON.parse(fs.readFileSync(path.join(app.workspace, 'demo', d, 'manifest.json'), 'utf8')) as { kind: string }).kind);
     expect(kinds).toContain('demo');
     expect(errors).toEqual([]);
   });
@@ -340,10 +340,10 @@ describe('Demo page in browser mode', () => {
     const shown = await page.getByTestId('error-text').textContent();
     // The card shows the observation exactly as the model received it.
     // The newest demo run by its samples file (run ids only have second resolution).
-    const runsDir = path.join(app.workspace, 'runs');
+    const runsDir = path.join(app.workspace, 'demo');
     const mtime = (d: string) => fs.statSync(path.join(runsDir, d, 'samples.jsonl')).mtimeMs;
     const runId = fs.readdirSync(runsDir).filter((d) => d.includes('demo')).sort((a, b) => mtime(a) - mtime(b)).at(-1)!;
-    const rec = JSON.parse(fs.readFileSync(path.join(app.workspace, 'runs', runId, 'samples.jsonl'), 'utf8').trim().split('\n').at(-1)!) as { trajectory: { turns: Array<{ observation: string }> } };
+    const rec = JSON.parse(fs.readFileSync(path.join(runsDir, runId, 'samples.jsonl'), 'utf8').trim().split('\n').at(-1)!) as { trajectory: { turns: Array<{ observation: string }> } };
     expect(rec.trajectory.turns[0]!.observation).toContain('Execution error');
     expect(shown).toBe(rec.trajectory.turns[0]!.observation);
     await screenshot(page, 'demo-error-step');

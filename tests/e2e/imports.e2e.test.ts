@@ -163,6 +163,10 @@ describe('Imported DeepEyes V* run in the app', () => {
     await screenshot(page, 'imports-runs-page');
 
     await page.getByTestId(`trash-${nativeId}`).click();
+    // Delete asks first; Cancel keeps the run.
+    await page.getByTestId(`trash-confirm-${nativeId}`).getByRole('button', { name: 'Cancel' }).click();
+    await page.getByTestId(`trash-${nativeId}`).click();
+    await page.getByTestId(`trash-yes-${nativeId}`).click();
     await page.getByTestId('trash-toggle').click();
     await page.getByTestId(`restore-${nativeId}`).waitFor();
     await expect(page.getByTestId(`trash-${nativeId}`).count()).resolves.toBe(0);

@@ -238,3 +238,15 @@ describe('SampleIndex rows', () => {
     expect(() => idx.filter('bench =')).toThrow(/expected a value/);
   });
 });
+
+describe('search by image file name', () => {
+  it('finds a sample by the image name its record keeps (extra.image / images) and by its id', () => {
+    const base = { bench: 'vstar', question: 'What colour is the cap?', answer: 'A', prediction: 'A', score: 1, correct: true, stop_reason: 'answer' as const, calls: 0, tool_errors: 0 };
+    const idx = new SampleIndex();
+    idx.add('r', { ...base, qid: 'vstar-direct_attributes.sa_30411', extra: { image: 'sa_30411.jpg' } });
+    idx.add('r', { ...base, qid: 'tallyqa-7', extra: { images: ['VG_100K/2354786.jpg'] } });
+    expect(Array.from(idx.search('sa_30411.jpg'))).toEqual([0]);
+    expect(Array.from(idx.search('2354786.jpg'))).toEqual([1]);
+    expect(Array.from(idx.search('tallyqa-7'))).toEqual([1]);
+  });
+});

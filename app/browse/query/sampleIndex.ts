@@ -130,9 +130,24 @@ interface ScanChunk {
   offsets: Int32Array;
 }
 
-/** The text searched for a record: question, answer, and the model's text (prediction, every turn). */
+/** Image file names a record keeps (`extra.image`, `image_path`, `images`: the eval runner's and the importers'). */
+function imageNames(rec: SampleRecord): string[] {
+  const ex = rec.extra ?? {};
+  const out: string[] = [];
+  for (const k of ['image', 'image_path', 'images']) {
+    const v = ex[k];
+    if (typeof v === 'string') out.push(v);
+    else if (Array.isArray(v)) for (const x of v) if (typeof x === 'string') out.push(x);
+  }
+  return out;
+}
+
+/**
+ * The text searched for a record: its id and image file names (a user looks for `sa_4690.jpg`), the question,
+ * answer, and the model's text (prediction, every turn).
+ */
 export function searchableText(rec: SampleRecord): string {
-  const parts: string[] = [rec.question];
+  const parts: string[] = [rec.qid, ...imageNames(rec), rec.question];
   if (rec.answer !== undefined && rec.answer !== null) parts.push(typeof rec.answer === 'string' ? rec.answer : JSON.stringify(rec.answer));
   parts.push(rec.prediction);
   const t = rec.trajectory;

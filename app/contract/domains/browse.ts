@@ -91,6 +91,22 @@ export const PairedSchema = z.object({
   aBetterKeys: z.array(z.string()),
   bBetterKeys: z.array(z.string()),
   summary: z.string(),
+  /** The A/B table per (bench, category) of the shared samples: Wilson intervals for A and B, Newcombe's paired one for Δ. */
+  byCategory: z.array(
+    z.object({
+      bench: z.string(),
+      category: z.string().nullable(),
+      n: z.number().int(),
+      accuracyA: Num,
+      ciA: z.object({ lo: Num, hi: Num }),
+      accuracyB: Num,
+      ciB: z.object({ lo: Num, hi: Num }),
+      delta: z.object({ value: Num, lo: Num, hi: Num }),
+      aBetter: z.number().int(),
+      bBetter: z.number().int(),
+      p: Num,
+    }),
+  ),
 });
 export type Paired = z.infer<typeof PairedSchema>;
 
@@ -145,6 +161,21 @@ export const browseCalls = {
   'runs:trashList': { req: Empty, res: z.array(TrashedRunSchema) },
   'runs:restore': { req: z.object({ runId: RunIdField }).strict(), res: Empty },
   'runs:emptyTrash': { req: Empty, res: z.object({ deleted: z.number().int().nonnegative() }) },
+  /**
+   * Import another tool's outputs (the Runs page's Import dialog; `loupe import` is the same service). A wrong
+   * `from` is an error naming the format the files look like.
+   */
+  'runs:import': {
+    req: z
+      .object({
+        from: z.enum(['pixel-reasoner', 'verl-tool', 'deepeyes', 'lmms-eval']),
+        path: z.string().trim().min(1).max(4096),
+        name: z.string().trim().min(1).max(200).optional(),
+        images: z.string().trim().min(1).max(4096).optional(),
+      })
+      .strict(),
+    res: z.object({ runId: z.string(), name: z.string(), summary: z.string(), samples: z.number().int(), issues: z.array(z.string()) }),
+  },
   /** "Locate images…": attach originals from a folder (by the records' image names) to an imported run. */
   'runs:locateImages': { req: z.object({ runId: RunIdField, folder: z.string().trim().min(1).max(4096) }).strict(), res: LocateImagesResultSchema },
   'samples:query': {

@@ -152,6 +152,22 @@ export const DemoExampleSchema = z.object({
 });
 export type DemoExample = z.infer<typeof DemoExampleSchema>;
 
+/** An unsaved Demo question in the scratch space (the workspace's `demo/`). */
+export const DemoScratchRunSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  createdAt: z.string(),
+  model: z.string(),
+  question: z.string(),
+  /** Branches recorded so far (step-mode edits fork new ones). */
+  branches: z.number().int(),
+  /** Turns of the first branch. */
+  turns: z.number().int(),
+  /** Still running or paused in step mode (saving or discarding stops it first, keeping what it did). */
+  live: z.boolean(),
+});
+export type DemoScratchRun = z.infer<typeof DemoScratchRunSchema>;
+
 export const demoCalls = {
   /** Import files the core can read (Electron passes dropped paths): images, or a folder of frames (→ a video). */
   'demo:import': {
@@ -186,6 +202,15 @@ export const demoCalls = {
     req: z.object({ runId: z.string().min(1) }).strict(),
     res: z.object({ runId: z.string(), branches: z.array(DemoBranchSchema.extend({ trajectory: TrajectorySchema })) }),
   },
+  /** The Demo's scratch space: questions asked but not saved (out of the run list, stats and Annotate's queue). */
+  'demo:scratch': { req: Empty, res: z.array(DemoScratchRunSchema) },
+  /** Keep a Demo question: move it into `runs/` as a run (kind `demo`), under `name` or its own, made unique. */
+  'demo:save': {
+    req: z.object({ runId: z.string().min(1), name: z.string().trim().min(1).max(200).optional() }).strict(),
+    res: z.object({ runId: z.string(), name: z.string() }),
+  },
+  /** Drop an unsaved Demo question for good. */
+  'demo:discard': { req: z.object({ runId: z.string().min(1) }).strict(), res: z.object({ discarded: z.boolean() }) },
   'demo:export': {
     req: z.object({ runId: z.string().min(1), branch: z.string().optional(), format: z.enum(['html', 'webp', 'gif']) }).strict(),
     res: ExportResultSchema,

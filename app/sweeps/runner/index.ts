@@ -166,7 +166,8 @@ export function sampleRecord(sample: BenchSample, t: Trajectory): SampleRecord {
     ...(t.latencyMs !== undefined ? { latency_ms: t.latencyMs } : {}),
     ...(t.error !== undefined ? { error: t.error } : {}),
     trajectory: t,
-    extra: { scorer: scorer.name, ...(r.detail ? { scoreDetail: r.detail } : {}) },
+    // The image file names, as importers keep theirs: the sample table's search finds a sample by its image.
+    extra: { scorer: scorer.name, ...(r.detail ? { scoreDetail: r.detail } : {}), ...(sample.media.images?.length ? { images: sample.media.images.map((f) => path.basename(f)) } : {}) },
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
+import { pairedByCategory, pairedDeltaInterval,
   accuracy,
   accuracyByToolUse,
   accuracyTable,
@@ -270,5 +270,57 @@ describe('binomialSample (exact draws for 0/1 bootstraps)', () => {
     const slow = Array.from(resampledMeans(v, 2000, 1)).sort((a, b) => a - b);
     expect(Math.abs(fast.lo - slow[49]!)).toBeLessThan(0.004);
     expect(Math.abs(fast.hi - slow[1950]!)).toBeLessThan(0.004);
+  });
+});
+
+describe('pairedDeltaInterval (Newcombe method 10) and pairedByCategory', () => {
+  it('contains the estimate, mirrors when A and B swap, narrows with n, and stays within [-1, 1]', () => {
+    const i = pairedDeltaInterval(10, 2, 8, 5);
+    const d = (8 - 2) / 25;
+    expect(i.lo).toBeLessThan(d);
+    expect(i.hi).toBeGreaterThan(d);
+    const j = pairedDeltaInterval(10, 8, 2, 5);
+    expect(j.lo).toBeCloseTo(-i.hi, 12);
+    expect(j.hi).toBeCloseTo(-i.lo, 12);
+    const big = pairedDeltaInterval(100, 20, 80, 50);
+    expect(big.hi - big.lo).toBeLessThan(i.hi - i.lo);
+    const all = pairedDeltaInterval(0, 0, 20, 0);
+    expect(all.hi).toBeLessThanOrEqual(1);
+    expect(all.lo).toBeGreaterThan(0.7);
+    expect(pairedDeltaInterval(0, 0, 0, 0).lo).toBeNaN();
+    // No discordant pairs: Δ = 0 and the interval still has width (Wilson, not a degenerate [0, 0]).
+    const same = pairedDeltaInterval(12, 0, 0, 8);
+    expect(same.lo).toBeLessThan(0);
+    expect(same.hi).toBeGreaterThan(0);
+  });
+
+  it('matches a hand computation of the hybrid score interval', () => {
+    // a=1 both, b=1 A only, c=7 B only, d=12 neither; n=21.
+    const i = pairedDeltaInterval(1, 1, 7, 12);
+    const z = 1.959963984540054;
+    const w = (k: number, n: number) => {
+      const p = k / n, den = 1 + (z * z) / n, c = (p + (z * z) / (2 * n)) / den, h = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / den;
+      return [c - h, c + h] as const;
+    };
+    const [la, ua] = w(2, 21), [lb, ub] = w(8, 21);
+    const pa = 2 / 21, pb = 8 / 21;
+    const phi = (1 * 12 - 1 * 7) / Math.sqrt(2 * 19 * 8 * 13);
+    const lo = pb - pa - Math.sqrt((pb - lb) ** 2 - 2 * phi * (pb - lb) * (ua - pa) + (ua - pa) ** 2);
+    const hi = pb - pa + Math.sqrt((ub - pb) ** 2 - 2 * phi * (ub - pb) * (pa - la) + (pa - la) ** 2);
+    expect(i.lo).toBeCloseTo(lo, 9);
+    expect(i.hi).toBeCloseTo(hi, 9);
+  });
+
+  it('groups shared samples by bench and category', () => {
+    const r = (qid: string, category: string, correct: boolean) => ({ qid, bench: 'vstar', category, correct, score: correct ? 1 : 0, calls: 0, tool_errors: 0, stop_reason: 'answer' as const });
+    const a = [r('1', 'x', true), r('2', 'x', false), r('3', 'y', true), r('4', 'y', true), r('only-a', 'y', true)];
+    const b = [r('1', 'x', true), r('2', 'x', true), r('3', 'y', false), r('4', 'y', true)];
+    const g = pairedByCategory(a, b);
+    expect(g.map((x) => [x.category, x.n, x.accuracyA, x.accuracyB, x.aBetter, x.bBetter])).toEqual([
+      ['x', 2, 0.5, 1, 0, 1],
+      ['y', 2, 1, 0.5, 1, 0],
+    ]);
+    expect(g[0]!.ciA.lo).toBeGreaterThan(0);
+    expect(g[0]!.delta.value).toBe(0.5);
   });
 });

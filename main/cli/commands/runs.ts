@@ -20,9 +20,10 @@ export function register(program: Command): void {
 
   ws(runs.command('list').description('List runs: id, name, tags, bench, samples'))
     .option('--trash', 'list the runs in the trash instead')
-    .action(async (o: WsOpt & { trash?: boolean }) => {
+    .option('--demo', "list the Demo's unsaved questions (its scratch space) instead")
+    .action(async (o: WsOpt & { trash?: boolean; demo?: boolean }) => {
       const w = await open(o);
-      const list = o.trash ? await w.runs.listTrash() : await w.runs.listRuns();
+      const list = o.trash ? await w.runs.listTrash() : o.demo ? await w.demo.listRuns() : await w.runs.listRuns();
       for (const r of list) {
         if (!r.manifest) {
           out(`${r.id}\t(unreadable: ${r.error ?? 'no manifest'})`);
@@ -32,7 +33,7 @@ export function register(program: Command): void {
         const tags = m.tags?.length ? `[${m.tags.join(', ')}]` : '';
         out([r.id, m.name ?? '', tags, m.bench?.id ?? '', m.kind].join('\t'));
       }
-      if (list.length === 0) out(o.trash ? '(the trash is empty)' : '(no runs)');
+      if (list.length === 0) out(o.trash ? '(the trash is empty)' : o.demo ? '(no unsaved Demo questions)' : '(no runs)');
     });
 
   ws(runs.command('rename').description('Give a run a new name (names are unique)'))
@@ -56,7 +57,15 @@ export function register(program: Command): void {
       out(`run ${id}: tags ${m.tags?.length ? m.tags.join(', ') : '(none)'}`);
     });
 
-  ws(runs.command('rm').description('Move runs to the trash (restore with `runs restore`, delete for good with `runs empty-trash`)'))
+  ws(runs.command('save').description('Keep an unsaved Demo question (see `runs list --demo`): it becomes a run'))
+    .argument('<run-id>')
+    .option('--name <name>', 'name of the run (default: the Demo question\'s)')
+    .action(async (id: string, o: WsOpt & { name?: string }) => {
+      const m = await (await open(o)).saveDemoRun(id, o.name);
+      out(`run ${id} saved as "${m.name ?? id}"`);
+    });
+
+  ws(runs.command('rm').alias('delete').description('Move runs to the trash (restore with `runs restore`, delete for good with `runs empty-trash`)'))
     .argument('<run-id...>')
     .action(async (ids: string[], o: WsOpt) => {
       const w = await open(o);

@@ -2,9 +2,10 @@ import path from 'node:path';
 import type { DomainHandlers } from '../../../app/contract/dispatch';
 import type { browseCalls, GroupStat } from '../../../app/contract';
 import { attachRunImages } from '../../../app/importers/attach';
+import { formatIssue, importToWorkspace } from '../../../app/importers';
 import type { RunIndexService } from '../../../app/browse/runIndex';
 import { QueryError, SliceStore } from '../../../app/browse/query';
-import { pairedCompare } from '../../../app/sweeps/stats';
+import { pairedByCategory, pairedCompare } from '../../../app/sweeps/stats';
 import { indexStats, type IndexGroupStat } from '../../../app/browse/query/indexStats';
 import type { CoreContext } from '../context';
 import type { LabelService } from '../../../app/labels';
@@ -78,6 +79,12 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
       return {};
     },
     'runs:emptyTrash': async () => ({ deleted: await store.emptyTrash() }),
+    'runs:import': async ({ from, path: input, name, images }) => {
+      // The core's image ops are a shared worker: lent, not closed by the import.
+      const r = await importToWorkspace(ctx.ws, { format: from, input: path.resolve(input), name, images: images ? path.resolve(images) : undefined }, () => Promise.resolve(ctx.imageOps), true);
+      const w = r.written!;
+      return { runId: w.runId, name: w.name, summary: r.summary, samples: r.run.samples.length, issues: r.issues.slice(0, 20).map(formatIssue) };
+    },
     'runs:locateImages': async ({ runId, folder }) => {
       // The core's image ops (a worker thread, storing into this workspace's media).
       const r = await attachRunImages(store, runId, folder, ctx.imageOps);
@@ -156,6 +163,19 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
         aBetterKeys: p.aBetterKeys,
         bBetterKeys: p.bBetterKeys,
         summary: p.summary,
+        byCategory: pairedByCategory(ra, rb).map((g) => ({
+          bench: g.bench,
+          category: g.category,
+          n: g.n,
+          accuracyA: fin(g.accuracyA),
+          ciA: { lo: fin(g.ciA.lo), hi: fin(g.ciA.hi) },
+          accuracyB: fin(g.accuracyB),
+          ciB: { lo: fin(g.ciB.lo), hi: fin(g.ciB.hi) },
+          delta: { value: fin(g.delta.value), lo: fin(g.delta.lo), hi: fin(g.delta.hi) },
+          aBetter: g.aBetter,
+          bBetter: g.bBetter,
+          p: fin(g.p),
+        })),
       };
     },
   };

@@ -15,5 +15,8 @@ export function demoHandlers(demo: DemoService): DomainHandlers<typeof demoCalls
     'demo:continue': (req) => demo.continue(req),
     'demo:get': (req) => demo.get(req),
     'demo:export': (req) => demo.export(req),
+    'demo:scratch': () => demo.scratchList(),
+    'demo:save': (req) => demo.save(req),
+    'demo:discard': (req) => demo.discard(req),
   };
 }

@@ -2,7 +2,8 @@ import { useEffect, useState } from 'react';
 import type { Paired } from '../../../app/contract';
 import { getClient } from '../client';
 import { useAppStore } from '../stores/useAppStore';
-import { pct } from '../components/browse/format';
+import { ci, INTERVAL_NAME, pct } from '../components/browse/format';
+import { useRunsStore } from '../stores/useRunsStore';
 import type { SampleRecord } from '../../../app/contract';
 import { TrajectoryView } from '../components/trajectory';
 
@@ -23,13 +24,16 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
     getClient().call('runs:compare', { a, b }).then(setRes, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
   }, [a, b]);
   const client = getClient();
+  const runs = useRunsStore((s) => s.runs);
+  const nameOf = (id: string) => runs.find((r) => r.id === id)?.manifest?.name ?? id;
+  const signed = (x: number | null) => (x === null ? '—' : `${x > 0 ? '+' : x < 0 ? '−' : '±'}${Math.abs(100 * x).toFixed(1)}`);
   return (
     <section className="page" data-testid="compare-page">
       <header className="page-header">
         <div>
           <button type="button" className="btn" onClick={() => navigate('runs')}>← Runs</button>
           <h1 className="inline">Compare</h1>
-          <p className="muted">A = {a} · B = {b}</p>
+          <p className="muted" data-testid="compare-names"><span title={a}>A = {nameOf(a)}</span> · <span title={b}>B = {nameOf(b)}</span></p>
         </div>
       </header>
       {error ? <div className="banner banner-error">{error}</div> : null}
@@ -39,9 +43,35 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
             <p className="big-number small" data-testid="compare-summary">{res.summary}</p>
             <dl className="kv">
               <dt>Shared samples</dt><dd>{res.shared} <span className="muted">(only A: {res.onlyA}, only B: {res.onlyB})</span></dd>
-              <dt>Accuracy</dt><dd>A {pct(res.accuracyA)} · B {pct(res.accuracyB)} · Δ {pct(res.delta.value)} <span className="muted">[{pct(res.delta.lo)}, {pct(res.delta.hi)}]</span></dd>
+              <dt>Accuracy</dt><dd>A {pct(res.accuracyA)} · B {pct(res.accuracyB)} · Δ {signed(res.delta.value)} points <span className="muted" title="Newcombe's paired Wilson score interval">{ci(res.delta.lo, res.delta.hi)}</span></dd>
               <dt>McNemar (exact)</dt><dd data-testid="mcnemar-p">p = {res.p === null ? '—' : res.p.toPrecision(3)}</dd>
             </dl>
+          </div>
+          <div className="card" data-testid="compare-categories">
+            <h3>Per category <span className="muted small">(shared samples; A and B: {INTERVAL_NAME}; Δ = B − A in points: Newcombe's paired Wilson interval)</span></h3>
+            <div className="stats-scroll">
+              <table className="table compact compare-cat-table">
+                <thead>
+                  <tr><th>Benchmark / category</th><th className="num">n</th><th className="num">Acc. A</th><th className="num">95 % CI</th><th className="num">Acc. B</th><th className="num">95 % CI</th><th className="num">Δ</th><th className="num">95 % CI of Δ</th><th className="num" title="A better / B better">A / B better</th><th className="num" title="exact McNemar">p</th></tr>
+                </thead>
+                <tbody>
+                  {res.byCategory.map((g) => (
+                    <tr key={`${g.bench}/${g.category ?? ''}`} data-testid="compare-category-row">
+                      <td>{g.bench}{g.category ? <span className="muted"> / </span> : null}{g.category ?? ''}</td>
+                      <td className="num">{g.n}</td>
+                      <td className="num">{pct(g.accuracyA)}</td>
+                      <td className="num muted">{ci(g.ciA.lo, g.ciA.hi)}</td>
+                      <td className="num">{pct(g.accuracyB)}</td>
+                      <td className="num muted">{ci(g.ciB.lo, g.ciB.hi)}</td>
+                      <td className={`num strong ${g.delta.lo !== null && g.delta.lo > 0 ? 'delta-up' : g.delta.hi !== null && g.delta.hi < 0 ? 'delta-down' : ''}`}>{signed(g.delta.value)}</td>
+                      <td className="num muted">{ci(g.delta.lo, g.delta.hi)}</td>
+                      <td className="num">{g.aBetter} / {g.bBetter}</td>
+                      <td className="num muted">{g.p === null ? '—' : g.p.toPrecision(2)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           </div>
           <div className="compare-cols">
             <div className="card">

@@ -1,4 +1,4 @@
-import { useEffect } from 'react';
+import { useEffect, useState } from 'react';
 import { PageHeader } from '../components/PageHeader';
 import { EmptyState } from '../components/EmptyState';
 import { useRunsStore } from '../stores/useRunsStore';
@@ -9,6 +9,8 @@ import { QueryBar } from '../components/browse/QueryBar';
 import { SampleTable } from '../components/browse/SampleTable';
 import { NewEvalPanel } from '../components/browse/NewEvalPanel';
 import { TrashPanel } from '../components/browse/RunAdmin';
+import { DemoScratchPanel } from '../components/browse/DemoScratchPanel';
+import { ImportPanel } from '../components/browse/ImportPanel';
 import { SamplePage } from './SamplePage';
 import { ComparePage } from './ComparePage';
 
@@ -24,17 +26,25 @@ function RunsOverview() {
   const loading = useRunsStore((s) => s.loading);
   const error = useRunsStore((s) => s.error);
   const load = useRunsStore((s) => s.load);
+  const [importing, setImporting] = useState(false);
   useEffect(() => {
     void load();
   }, [load]);
   return (
     <section className="page runs-page">
-      <PageHeader title="Runs" subtitle="Evaluations, demos and imports in this workspace" actions={<button type="button" className="btn" onClick={() => void load()}>Reload</button>} />
+      <PageHeader title="Runs" subtitle="Evaluations, demos and imports in this workspace" actions={
+          <>
+            <button type="button" className="btn" onClick={() => setImporting(!importing)} data-testid="import-open" title="Bring in Pixel Reasoner, verl-tool, DeepEyes or lmms-eval outputs">Import…</button>{' '}
+            <button type="button" className="btn" onClick={() => void load()}>Reload</button>
+          </>
+        } />
       {error ? <div className="banner banner-error">{error}</div> : null}
+      {importing ? <ImportPanel onClose={() => setImporting(false)} /> : null}
       <NewEvalPanel />
+      <DemoScratchPanel />
       {!loading && runs.length === 0 ? (
         <>
-          <EmptyState title="No runs yet">Start one with <code>npx loupe eval</code>, import one with <code>npx loupe import</code>, or run a question in the Demo.</EmptyState>
+          <EmptyState title="No runs yet">Start one with <code>npx loupe eval</code>, import one (Import… above, or <code>npx loupe import</code>), or save a Demo question.</EmptyState>
           <TrashPanel />
         </>
       ) : (

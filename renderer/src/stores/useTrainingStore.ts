@@ -1,6 +1,6 @@
 /**
  * Training page state: templates and the parameter form, connectors, jobs, and the open job's live log and
- * metric series (plus a pinned baseline job). Contract calls live here; components only select and dispatch.
+ * metric series (plus other jobs overlaid on its charts). Contract calls live here; components only select and dispatch.
  */
 import { create } from 'zustand';
 import type { ConnectorInfo, ConnectorList, FieldIssue, RemoteConnectorConfig, RenderedJob, TemplateField, TemplateInfo, TrainingJob, TrainingMetricPoint } from '../../../app/contract';
@@ -57,7 +57,8 @@ interface TrainingState {
   /** Lines of jobs.jsonl the core skipped (unreadable, or written by another version), one sentence each. */
   jobWarnings: string[];
   view: JobView | null;
-  baseline: Baseline | null;
+  /** Other jobs drawn over the open job's charts, in the order they were added. */
+  overlays: Baseline[];
   smoothing: number;
   evalCommand: { checkpoint: string; command: string; note: string } | null;
   /** Per checkpoint path: the outcome of "Add to Models" (a local ONNX model folder → the Models registry). */
@@ -81,7 +82,9 @@ interface TrainingState {
   openJob(key: string): Promise<void>;
   closeJob(): void;
   cancelJob(key: string): Promise<void>;
-  pinBaseline(key: string | null): Promise<void>;
+  /** Overlay another job's metrics on the charts (again: no change). */
+  addOverlay(key: string): Promise<void>;
+  removeOverlay(key: string): void;
   setSmoothing(s: number): void;
   prepareEval(checkpoint: string): Promise<void>;
   addCheckpointToModels(checkpoint: string): Promise<void>;
@@ -197,7 +200,7 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
   jobs: [],
   jobWarnings: [],
   view: null,
-  baseline: null,
+  overlays: [],
   smoothing: 0.6,
   evalCommand: null,
   modelAdds: {},
@@ -360,11 +363,15 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
       set({ error: message(e) });
     }
   },
-  async pinBaseline(key) {
-    if (!key) return set({ baseline: null });
+  removeOverlay(key) {
+    set({ overlays: get().overlays.filter((o) => o.key !== key) });
+  },
+  async addOverlay(key) {
+    if (get().overlays.some((o) => o.key === key)) return;
     try {
       const snap = await getClient().call('training:open', { key });
-      set({ baseline: { key, label: `${snap.job.name} · ${snap.job.id}`, series: mergePoints({}, snap.points) } });
+      if (get().overlays.some((o) => o.key === key)) return;
+      set({ overlays: [...get().overlays, { key, label: `${snap.job.name} · ${snap.job.id}`, series: mergePoints({}, snap.points) }] });
     } catch (e) {
       set({ error: message(e) });
     }

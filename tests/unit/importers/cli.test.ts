@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { register as registerImport } from '../../../main/cli/commands/import';
 import { register as registerSynth } from '../../../main/cli/commands/synth';
+import { Workspace } from '../../../app/workspace';
 import { register as registerRuns } from '../../../main/cli/commands/runs';
 import { mkdir } from 'node:fs/promises';
 import sharp from 'sharp';
@@ -135,6 +136,22 @@ describe('loupe runs', () => {
     expect((await loupe('runs', 'empty-trash', '--workspace', ws)).out).toContain('deleted 1 run(s)');
     expect(await list('--trash')).toEqual(['(the trash is empty)']);
     await expect(loupe('runs', 'restore', b, '--workspace', ws)).rejects.toThrow(/not in the trash/);
+    // `delete` is `rm`: to the trash.
+    await loupe('runs', 'delete', a, '--workspace', ws);
+    expect((await list('--trash'))[0]).toMatch(new RegExp(`^${a}\tscienceqa llava`));
+  });
+
+  it('lists the Demo scratch space and saves a question from it as a run', async () => {
+    const ws = await mkdtemp(path.join(tmpdir(), 'loupe-cli-demo-'));
+    tmp.push(ws);
+    const w = await new Workspace(ws).init();
+    await w.demo.createRun({ id: 'q-sign', name: 'demo What is on the sign?', kind: 'demo', model: { id: 'loupe-tiny' }, engine: 'local', dialect: 'pixel-reasoner', prompt: 'vcot' });
+    expect((await loupe('runs', 'list', '--workspace', ws)).out.trim()).toBe('(no runs)');
+    expect((await loupe('runs', 'list', '--demo', '--workspace', ws)).out).toContain('q-sign\tdemo What is on the sign?');
+    await expect(loupe('runs', 'save', '../x', '--workspace', ws)).rejects.toThrow(/not a valid run id/);
+    expect((await loupe('runs', 'save', 'q-sign', '--name', 'sign question', '--workspace', ws)).out).toContain('saved as "sign question"');
+    expect((await loupe('runs', 'list', '--workspace', ws)).out).toContain('q-sign\tsign question');
+    expect((await loupe('runs', 'list', '--demo', '--workspace', ws)).out.trim()).toBe('(no unsaved Demo questions)');
   });
 });
 

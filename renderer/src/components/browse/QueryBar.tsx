@@ -52,7 +52,7 @@ export function QueryBar() {
           </div>
         ) : null}
       </div>
-      <input className="input search" placeholder="search question, answer, model text" value={text} onChange={(e) => setText(e.target.value)} aria-label="Search" data-testid="search-input" />
+      <input className="input search" placeholder="search question, answer, model text, image name" value={text} onChange={(e) => setText(e.target.value)} aria-label="Search" data-testid="search-input" />
       <span className="muted small" data-testid="row-count">{total.toLocaleString()} samples{lastMs !== null ? ` · ${lastMs.toFixed(0)} ms` : ''}</span>
     </div>
     <div className="slices" data-testid="slices">

@@ -15,6 +15,7 @@ const message = (err: unknown) => (err instanceof Error ? err.message : String(e
 export function RunRowActions({ run, onEdit }: { run: RunSummary; onEdit: (e: Editing) => void }) {
   const load = useRunsStore((s) => s.load);
   const [busy, setBusy] = useState(false);
+  const [confirm, setConfirm] = useState(false);
   if (!run.manifest) return null;
   const trash = async () => {
     setBusy(true);
@@ -23,8 +24,18 @@ export function RunRowActions({ run, onEdit }: { run: RunSummary; onEdit: (e: Ed
       await load();
     } finally {
       setBusy(false);
+      setConfirm(false);
     }
   };
+  if (confirm) {
+    return (
+      <span className="run-actions" data-testid={`trash-confirm-${run.id}`}>
+        Move “{run.manifest.name ?? run.id}” to the trash?{' '}
+        <button type="button" className="btn btn-sm btn-primary" disabled={busy} onClick={() => void trash()} data-testid={`trash-yes-${run.id}`}>Delete</button>{' '}
+        <button type="button" className="btn btn-sm" onClick={() => setConfirm(false)}>Cancel</button>
+      </span>
+    );
+  }
   return (
     <span className="run-actions">
       <button type="button" className="linkish" onClick={() => onEdit({ runId: run.id, kind: 'rename' })} data-testid={`rename-${run.id}`}>Rename</button>
@@ -34,7 +45,7 @@ export function RunRowActions({ run, onEdit }: { run: RunSummary; onEdit: (e: Ed
           Locate images…
         </button>
       ) : null}
-      <button type="button" className="linkish" disabled={busy} onClick={() => void trash()} data-testid={`trash-${run.id}`} title="Move to the trash (restore it from the trash below)">Delete</button>
+      <button type="button" className="linkish" disabled={busy} onClick={() => setConfirm(true)} data-testid={`trash-${run.id}`} title="Move to the trash (restore it from the trash below)">Delete</button>
     </span>
   );
 }

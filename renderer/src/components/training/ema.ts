@@ -42,3 +42,20 @@ export function axisValue(v: number): string {
   if (a !== 0 && (a < 1e-2 || a >= 1e4)) return v.toExponential(1);
   return Number(v.toPrecision(3)).toString();
 }
+
+/**
+ * About `count` evenly spaced "nice" tick values (1, 2, 2.5 or 5 × 10^k apart) covering [lo, hi], for a chart axis.
+ * `integer` keeps steps whole (training steps).
+ */
+export function niceTicks(lo: number, hi: number, count = 5, integer = false): number[] {
+  if (!Number.isFinite(lo) || !Number.isFinite(hi) || hi < lo) return [];
+  if (hi === lo) return [lo];
+  const raw = (hi - lo) / Math.max(1, count);
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  let step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
+  if (integer) step = Math.max(1, Math.round(step));
+  const out: number[] = [];
+  const first = Math.ceil(lo / step - 1e-9) * step;
+  for (let v = first; v <= hi + step * 1e-9 && out.length < 50; v += step) out.push(Number(v.toPrecision(12)));
+  return out;
+}
