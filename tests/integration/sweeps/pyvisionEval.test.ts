@@ -54,7 +54,7 @@ afterAll(async () => {
 describe('loupe eval --dialect pyvision', () => {
   it('runs every sample through the sandbox, scores the boxed answers and removes each sandbox', async () => {
     // Sample 1 answers wrongly, so the accuracy is 3/4 and the scorer is seen to score.
-    const replay = await writeReplay(path.join(tmp, 'pv.jsonl'), (s, i) => [CODE_TURN, answerTurn(i === 1 ? 'wrong' : s.answer)]);
+    const replay = await writeReplay(path.join(tmp, 'pv.jsonl'), (s, i) => [CODE_TURN, answerTurn(i === 1 ? 'wrong' : String(s.answer))]);
     const r = await runCli(['eval', '--model', `replay:${replay}`, '--bench', 'loupe-synth', '--data', data, '--dialect', 'pyvision', '--workspace', ws, '--run', 'pv', '--concurrency', '4', '--max-sandboxes', '2', '--json', '--no-progress'], { env: { TMPDIR: sandboxTmp } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/error/i);
