@@ -35,6 +35,7 @@ describe('PyVision in the UI', () => {
   let browser: Browser;
   let runId = '';
   let rescoredId = '';
+  let importedPv = '';
   beforeAll(async () => {
     const dir = tempWorkspace('loupe-pyvision-e2e-');
     const ws = await new Workspace(dir).init();
@@ -53,6 +54,8 @@ describe('PyVision in the UI', () => {
     } finally {
       await server.close();
     }
+    // PyVision main.py's saved messages (fixtures built from its writer; no real file is public), imported with their images.
+    ({ runId: importedPv } = await workspaceWriter(dir).write(await importRun('pyvision', path.join(ROOT, 'tests/fixtures/importers/pyvision'), { name: 'pyvision-import' })));
     const { trajectory, sandbox } = await runPyVisionEpisode({
       engine: new ScriptedEngine(TURNS, { model: 'scripted-pyvision' }),
       variant: 'PV',
@@ -94,6 +97,21 @@ describe('PyVision in the UI', () => {
     await screenshot(page, 'pyvision-step-cards');
     await page.getByTestId('figure-step-2').first().scrollIntoViewIfNeeded();
     await screenshot(page, 'pyvision-step-cards-2');
+    expect(errors).toEqual([]);
+  });
+
+  it('an imported PyVision messages file shows its question image, code, printed text and figure', async () => {
+    const { page, errors } = await newPage(browser, { width: 1400, height: 1000 });
+    await page.goto(`${app.openUrl}#/runs/${importedPv}/messages_glass`);
+    await page.getByTestId('code-step-1').waitFor();
+    await expect(page.getByTestId('code-step-1').textContent()).resolves.toContain("print('size', w, h)");
+    await expect(page.getByTestId('stdout-step-1').textContent()).resolves.toBe('size 192 83\n');
+    await expect(page.getByTestId('step-card-1').textContent()).resolves.toContain('ran (time not recorded)');
+    await expect(page.getByTestId('figure-step-1').count()).resolves.toBe(1);
+    const [fig] = await page.getByTestId('figure-step-1').locator('img').evaluateAll((imgs) => imgs.map((i) => [(i as HTMLImageElement).naturalWidth, (i as HTMLImageElement).naturalHeight]));
+    expect(fig![0]).toBeGreaterThan(0);
+    await page.getByTestId('final-answer').waitFor();
+    await screenshot(page, 'pyvision-import');
     expect(errors).toEqual([]);
   });
 
