@@ -289,7 +289,8 @@ export function createDemoService(d: DemoServiceDeps) {
     return { trajectory, edits, engineLabel: made.label, replay: made.replay, modelId: made.modelId, ...(made.modelPath ? { modelPath: made.modelPath } : {}) };
   }
 
-  async function save(handle: RunHandle, req: RunReq, branch: DemoBranch, t: Trajectory, edits: Map<number, Box>): Promise<void> {
+  /** `edits`: per turn, the box a person drew, or (PyVision) the code they ran instead. */
+  async function save(handle: RunHandle, req: RunReq, branch: DemoBranch, t: Trajectory, edits: Map<number, Box | string>): Promise<void> {
     const { calls, toolErrors } = countCalls(t);
     await handle.appendSample({
       qid: branch.id,
@@ -315,14 +316,15 @@ export function createDemoService(d: DemoServiceDeps) {
    * pauses before each code run with the code, which the person may edit; the sandbox facts go to the
    * manifest.
    */
-  async function runPyVisionBranch(run: LiveRun, req: RunReq, branch: DemoBranch): Promise<{ trajectory: Trajectory; engineLabel: string; replay: boolean; modelId: string; sandbox?: unknown }> {
+  async function runPyVisionBranch(run: LiveRun, req: RunReq, branch: DemoBranch, opts: { interactive: boolean }): Promise<{ trajectory: Trajectory; edits: Map<number, string>; engineLabel: string; replay: boolean; modelId: string; sandbox?: unknown }> {
+    const edits = new Map<number, string>();
     const send = (ev: DemoEvent) => d.emit('demo:event', ev);
     const variant = req.dialect === 'pyvision' ? 'PV' : 'PVRL';
     const codeSandbox = d.codeSandbox;
     if (!codeSandbox) {
       const message = 'this Loupe has no code sandbox wired in, so PyVision code cannot run here';
       send({ runId: run.id, branch: branch.id, type: 'error', message });
-      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'error', error: message }, engineLabel: req.engine.kind, replay: req.engine.kind === 'replay', modelId: req.engine.kind };
+      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'error', error: message }, edits, engineLabel: req.engine.kind, replay: req.engine.kind === 'replay', modelId: req.engine.kind };
     }
     let made: Awaited<ReturnType<typeof makeEngine>>;
     try {
@@ -330,7 +332,7 @@ export function createDemoService(d: DemoServiceDeps) {
     } catch (err) {
       const message = `the engine could not start: ${errorText(err)}`;
       send({ runId: run.id, branch: branch.id, type: 'error', message });
-      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'engine_error', error: message }, engineLabel: req.engine.kind, replay: req.engine.kind === 'replay', modelId: req.engine.kind };
+      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'engine_error', error: message }, edits, engineLabel: req.engine.kind, replay: req.engine.kind === 'replay', modelId: req.engine.kind };
     }
     try {
       const r = await runPyVisionEpisode({
@@ -352,7 +354,7 @@ export function createDemoService(d: DemoServiceDeps) {
           else if (ev.type === 'turn-end') send({ runId: run.id, branch: branch.id, type: 'turn', turn: ev.turn });
         },
         stepHook: async (h) => {
-          if (!run.stepping) return undefined;
+          if (!opts.interactive || !run.stepping) return undefined;
           const proposal: DemoProposal = { turnIndex: h.turnIndex, name: 'python', raw: h.code, kind: 'code', code: h.code };
           const decision = await new Promise<Parameters<Pause['resolve']>[0]>((resolve) => {
             run.pause = { turnIndex: h.turnIndex, proposal, resolve };
@@ -361,17 +363,20 @@ export function createDemoService(d: DemoServiceDeps) {
           run.pause = null;
           run.stepping = decision.keepStepping;
           if (decision.action === 'stop') return { cancel: true };
-          if (decision.action === 'edit' && decision.code !== undefined) return { code: decision.code };
+          if (decision.action === 'edit' && decision.code !== undefined && decision.code !== h.code) {
+            edits.set(h.turnIndex, decision.code);
+            return { code: decision.code };
+          }
           return undefined;
         },
       });
       if (r.trajectory.error && r.trajectory.stopReason !== 'cancelled') send({ runId: run.id, branch: branch.id, type: 'error', message: r.trajectory.error });
-      return { trajectory: r.trajectory, engineLabel: made.label, replay: made.replay, modelId: made.modelId, sandbox: r.sandbox };
+      return { trajectory: r.trajectory, edits, engineLabel: made.label, replay: made.replay, modelId: made.modelId, sandbox: r.sandbox };
     } catch (err) {
       // No isolation here (or the sandbox failed to start): say so, keep the run.
       const message = errorText(err);
       send({ runId: run.id, branch: branch.id, type: 'error', message });
-      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'error', error: message }, engineLabel: made.label, replay: made.replay, modelId: made.modelId };
+      return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'error', error: message }, edits, engineLabel: made.label, replay: made.replay, modelId: made.modelId };
     } finally {
       if (made.owned) await made.engine.dispose().catch(() => undefined);
     }
@@ -382,14 +387,30 @@ export function createDemoService(d: DemoServiceDeps) {
       const b: DemoBranch = { id: 'b0', label: 'Original' };
       run.branches.push(b);
       if (!req.stepMode) run.stepping = false;
-      const r = await runPyVisionBranch(run, req, b);
-      if (r.trajectory.turns.some((t) => t.call?.edited)) b.label = 'Edited';
+      const r = await runPyVisionBranch(run, req, b, { interactive: req.stepMode });
+      if (r.edits.size > 0) {
+        b.label = 'Edited';
+        b.forkTurn = Math.min(...r.edits.keys());
+      }
       const m = handle.manifest;
       await handle.writeManifest({ ...m, model: { ...m.model, id: r.modelId }, engine: r.replay ? 'replay' : m.engine, extra: { ...m.extra, engineLabel: r.engineLabel, ...(r.sandbox ? { sandbox: r.sandbox } : {}) } }).catch(() => undefined);
       run.branches[0] = { ...b, trajectory: r.trajectory };
-      await save(handle, req, b, r.trajectory, new Map());
+      await save(handle, req, b, r.trajectory, r.edits);
       d.emit('runs:changed', { runId: run.id });
-      emit0({ runId: run.id, branch: b.id, type: 'done', trajectory: r.trajectory, branches: [{ id: b.id, label: b.label }] });
+      const listed = () => run.branches.map(({ id, label, forkTurn }) => ({ id, label, ...(forkTurn !== undefined ? { forkTurn } : {}) }));
+      if (r.edits.size > 0 && !run.controller.signal.aborted) {
+        // As with an edited box: the road not taken, the model's own code in a fresh sandbox, no pauses.
+        const orig: DemoBranch = { id: 'b1', label: 'Original' };
+        run.branches.push(orig);
+        emit0({ runId: run.id, branch: b.id, type: 'done', trajectory: r.trajectory, branches: listed() });
+        const r1 = await runPyVisionBranch(run, req, orig, { interactive: false });
+        run.branches[1] = { ...orig, trajectory: r1.trajectory };
+        await save(handle, req, orig, r1.trajectory, r1.edits);
+        d.emit('runs:changed', { runId: run.id });
+        emit0({ runId: run.id, branch: orig.id, type: 'done', trajectory: r1.trajectory, branches: listed() });
+      } else {
+        emit0({ runId: run.id, branch: b.id, type: 'done', trajectory: r.trajectory, branches: listed() });
+      }
       return;
     }
     const dialect = getDialect(req.dialect);

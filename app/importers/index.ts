@@ -3,12 +3,13 @@ import { isDir, isFile } from './common';
 import { importDeepEyes } from './deepeyes';
 import { importLmmsEval } from './lmmsEval';
 import { importPixelReasoner } from './pixelReasoner';
+import { importPyVision } from './pyvision';
 import { importVerlTool } from './verlTool';
 import { detectFormat } from './detect';
 import { IMPORT_FORMATS, ImportError, type ImportedRun, type ImportFormat, type ImportIssue, type ImportOptions } from './types';
 
 export * from './types';
-export { importDeepEyes, importLmmsEval, importPixelReasoner, importVerlTool };
+export { importDeepEyes, importLmmsEval, importPixelReasoner, importPyVision, importVerlTool };
 export { workspaceWriter } from './writer';
 export { detectFormat } from './detect';
 export * from './attach';
@@ -19,6 +20,7 @@ const IMPORTERS: Record<ImportFormat, (input: string, opts?: ImportOptions) => P
   'verl-tool': importVerlTool,
   deepeyes: importDeepEyes,
   'lmms-eval': importLmmsEval,
+  pyvision: importPyVision,
 };
 
 export function isImportFormat(v: string): v is ImportFormat {

@@ -5,7 +5,7 @@
 import type { MediaRef, SampleRecord } from '../contract/trajectory';
 import type { NewRunManifest } from '../workspace/runStore';
 
-export const IMPORT_FORMATS = ['pixel-reasoner', 'verl-tool', 'deepeyes', 'lmms-eval'] as const;
+export const IMPORT_FORMATS = ['pixel-reasoner', 'verl-tool', 'deepeyes', 'lmms-eval', 'pyvision'] as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
 /** A problem with one input record (or file). Records with an `error` issue are skipped; nothing else is lost. */

@@ -41,6 +41,32 @@ export const PYVISION_LIMITS = {
   PVRL: { timeoutS: 30, maxTurns: 5, maxTurnsValidation: 30, maxImages: 32, maxTokensPerTurn: 10240, toolReward: 0.1, maxAnswerLength: 1000 },
 } as const;
 
+/** The two dialect ids of the code tool (PV = the API loop, PVRL = the verl RL environment). */
+export const PYVISION_DIALECT_IDS = ['pyvision', 'pyvision-rl'] as const;
+export type PyVisionDialectId = (typeof PYVISION_DIALECT_IDS)[number];
+
+export function isPyVisionDialect(id: string): id is PyVisionDialectId {
+  return (PYVISION_DIALECT_IDS as readonly string[]).includes(id);
+}
+
+export function pyvisionVariantOf(id: PyVisionDialectId): PyVisionVariant {
+  return id === 'pyvision' ? 'PV' : 'PVRL';
+}
+
+/**
+ * Model turns an episode may take. PVRL: `max_turns` 5 for training rollouts, 30 for validation (an eval run
+ * is validation); PV has no limit in the reference, Loupe stops it at 30.
+ */
+export function pyvisionMaxTurns(variant: PyVisionVariant, mode: 'eval' | 'train'): number {
+  if (variant === 'PV') return 30;
+  return mode === 'train' ? PYVISION_LIMITS.PVRL.maxTurns : PYVISION_LIMITS.PVRL.maxTurnsValidation;
+}
+
+/** Max new tokens per turn each reference asks its engine for. */
+export function pyvisionMaxTokens(variant: PyVisionVariant): number {
+  return variant === 'PV' ? PYVISION_LIMITS.PV.maxTokens : PYVISION_LIMITS.PVRL.maxTokensPerTurn;
+}
+
 /** The figure-capture snippet PV substitutes for every `plt.show()` (PVX:265-273, byte for byte). */
 export const PV_CAPTURE_SNIPPET = `
 # Capture current figure

@@ -129,6 +129,7 @@ function stringFields(schema: z.ZodType): Array<{ path: string[]; array: boolean
 const REQUIRED: Record<string, Json> = {
   'pixel-reasoner-curiosity-rl': { trainver: 'data/train.parquet', testver: 'data/test.parquet' },
   'ms-swift-grpo-vsibench': { dataset: 'data/train.jsonl' },
+  'pyvision-rl-grpo': { modelPath: 'ckpt/sft', trainFiles: ['data/train.parquet'] },
 };
 
 function setPath(o: Json, p: string[], v: unknown): void {

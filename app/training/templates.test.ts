@@ -19,6 +19,8 @@ const required: Record<string, Record<string, unknown>> = {
   'pixel-reasoner-curiosity-rl': { trainver: '/data/pr/train.parquet', testver: '/data/pr/test.parquet' },
   'ms-swift-grpo-vsibench': { dataset: '/data/vsi/train.jsonl' },
   'deepeyes-grpo': {},
+  'pyvision-rl-grpo': { modelPath: '/ckpt/qwen25vl-7b-sft', trainFiles: ['/data/deepeyes_vs', '/data/minio3_vs'] },
+  'llm-judge-server': {},
   'loupe-tiny-finetune': {},
 };
 
@@ -391,5 +393,102 @@ describe('loupe-tiny local fine-tune template', () => {
     expect(drive('--train-args', '--aux-read 5\n--aux-pos 1').stderr).toBe('loupe-tiny: --train-args must be one line (extra train.py flags separated by spaces)\n');
     // valid values pass these checks and stop only at the (deliberately torch-less) Python
     expect(drive('--recipe', 'grounded', '--reading', '1', '--train-args', '--crop-eval 0').stderr).toMatch(/^loupe-tiny: LOUPE_PYTHON=\/bin\/false cannot import torch/);
+  });
+});
+
+/**
+ * `vllm serve`'s documented options (docs.vllm.ai "Engine Arguments" and the `vllm serve` usage of the OpenAI-compatible
+ * server, v0.8.x; the DeepEyes and PyVision-RL judge scripts use exactly these): the rendered judge command may use
+ * nothing else, each valued flag must be followed by one value of the right shape, and the model is the positional.
+ */
+const VLLM_SERVE_FLAGS: Record<string, 'int' | 'float' | 'str' | 'switch'> = {
+  '--host': 'str',
+  '--port': 'int',
+  '--api-key': 'str',
+  '--gpu-memory-utilization': 'float',
+  '--max-model-len': 'int',
+  '--tensor-parallel-size': 'int',
+  '--served-model-name': 'str',
+  '--trust-remote-code': 'switch',
+  '--disable-log-requests': 'switch',
+};
+
+/** Split a rendered command into words as bash would (quotes and line continuations), with bash itself. */
+function bashWords(cmd: string): string[] {
+  const out = execFileSync('bash', ['-c', 'set -f; eval "set -- $1"; for w in "$@"; do printf "%s\\0" "$w"; done', '_', cmd.trim()], { encoding: 'utf8' });
+  return out.split('\0').slice(0, -1);
+}
+
+function parseVllmServe(words: string[]): { model: string; flags: Map<string, string | true> } {
+  expect(words.slice(0, 2)).toEqual(['vllm', 'serve']);
+  const model = words[2]!;
+  expect(model.startsWith('-')).toBe(false);
+  const flags = new Map<string, string | true>();
+  for (let i = 3; i < words.length; i++) {
+    const f = words[i]!;
+    const kind = VLLM_SERVE_FLAGS[f];
+    expect(kind, `${f} is not a documented vllm serve option`).toBeDefined();
+    if (kind === 'switch') {
+      flags.set(f, true);
+      continue;
+    }
+    const v = words[++i];
+    expect(v, `${f} needs a value`).toBeDefined();
+    if (kind === 'int') expect(v).toMatch(/^\d+$/);
+    if (kind === 'float') expect(v).toMatch(/^\d+(\.\d+)?$/);
+    flags.set(f, v!);
+  }
+  return { model, flags };
+}
+
+describe('the LLM judge server job and the PyVision-RL template', () => {
+  it('the judge job renders vllm serve with documented options only, served as "judge"', () => {
+    const out = buildTemplate('llm-judge-server', { judgeModel: '/models/Qwen2.5-72B-Instruct', judgeTensorParallel: 4 });
+    const line = out.script.split('\n').slice(2).join('\n');
+    const { model, flags } = parseVllmServe(bashWords(line));
+    expect(model).toBe('/models/Qwen2.5-72B-Instruct');
+    expect(Object.fromEntries(flags)).toEqual({
+      '--port': '18901',
+      '--gpu-memory-utilization': '0.8',
+      '--max-model-len': '32768',
+      '--tensor-parallel-size': '4',
+      '--served-model-name': 'judge',
+      '--trust-remote-code': true,
+      '--disable-log-requests': true,
+      '--host': '0.0.0.0',
+    });
+    expect(out.resources).toEqual({ nodes: 1, gpus: 4 });
+    expect(bashSyntaxOk(out.script)).toBe('ok');
+  });
+
+  it('a hostile judge model stays one word; a bad port, size or bind host is refused with the field named', () => {
+    const evil = "Qwen'; touch /tmp/x; echo '$(id)`id`";
+    const { model } = parseVllmServe(bashWords(buildTemplate('llm-judge-server', { judgeModel: evil }).script.split('\n').slice(2).join('\n')));
+    expect(model).toBe(evil);
+    expect(() => buildTemplate('llm-judge-server', { judgePort: 70000 })).toThrow(/judgePort/);
+    expect(() => buildTemplate('llm-judge-server', { judgeTensorParallel: 0 })).toThrow(/judgeTensorParallel must be > 0/);
+    expect(() => buildTemplate('llm-judge-server', { bindHost: '0.0.0.0 --api-key x' })).toThrow(/bindHost/);
+  });
+
+  it('DeepEyes and PyVision-RL start the same judge service (one command builder)', () => {
+    const de = buildTemplate('deepeyes-grpo', {}).services[0]!.script;
+    const pv = buildTemplate('pyvision-rl-grpo', required['pyvision-rl-grpo']).services[0]!.script;
+    expect(pv).toBe(de);
+    parseVllmServe(bashWords(pv.split('\n').slice(1).join('\n')));
+  });
+
+  it('PyVision-RL renders the verl_agents recipe: grpo n=8, batch 64, max_turns 5, the judge URL, data lists quoted', () => {
+    const out = buildTemplate('pyvision-rl-grpo', { modelPath: '/ckpt/sft', trainFiles: ['/data/a b', 'rel/c'], judgeHost: 'judge-0' });
+    expect(out.env).toMatchObject({ LLM_AS_A_JUDGE_BASE: 'http://judge-0:18901/v1', WORLD_SIZE: '2' });
+    for (const o of ['actor_rollout_ref.rollout.n=8', 'data.train_batch_size=64', 'actor_rollout_ref.rollout.agent.max_turns=5', 'actor_rollout_ref.rollout.agent.single_response_max_tokens=10240', 'algorithm.filter_groups.metric=seq_reward', 'actor_rollout_ref.actor.optim.lr=1e-6', 'algorithm.kl_ctrl.kl_coef=0.0']) {
+      expect(out.script).toContain(o);
+    }
+    // One word to bash: the list with each path quoted, a relative one under the job's folder.
+    const word = out.script.split('\n').find((l) => l.includes('data.train_files='))!.trim().replace(/ \\$/, '');
+    expect(bashWords(word.replace('"$PWD"', '/job'))).toEqual(['data.train_files=[/data/a b,/job/rel/c]']);
+    expect(bashSyntaxOk(out.script)).toBe('ok');
+    expect(() => buildTemplate('pyvision-rl-grpo', { modelPath: '/m', trainFiles: [] })).toThrow(/trainFiles: at least one/);
+    expect(() => buildTemplate('pyvision-rl-grpo', { modelPath: '/m', trainFiles: ['/d'], experimentName: 'x;rm -rf /' })).toThrow(/experimentName: a name/);
+    expect(() => buildTemplate('pyvision-rl-grpo', { trainFiles: ['/d'] })).toThrow(/modelPath/);
   });
 });

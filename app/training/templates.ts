@@ -369,18 +369,72 @@ export const msSwiftVsiTemplate: JobTemplate<typeof MsSwiftVsiSchema> = {
   },
 };
 
-// ───────────────────────── DeepEyes (verl_agents + LLM judge) ─────────────────────────
-export const DeepEyesSchema = templateParams({
-  repoDir: path.default('.'),
-  size: z.enum(['7b', '32b']).default('7b'),
-  /** Training nodes (8 GPUs each). */
-  worldSize: posInt('worldSize').default(4),
+// ───────────────────────── the LLM judge as an OpenAI-compatible vLLM server ─────────────────────────
+/** The judge's parameters, shared by the templates that need one (DeepEyes, PyVision-RL) and the judge job itself. */
+const judgeShape = {
   judgeModel: path.default('Qwen/Qwen2.5-72B-Instruct'),
   /** Host the judge runs on, as seen from the training nodes. */
   judgeHost: host.default('127.0.0.1'),
   judgePort: z.number().int().min(1).max(65535).default(18901),
   judgeTensorParallel: posInt('judgeTensorParallel').default(8),
   judgeMaxModelLen: posInt('judgeMaxModelLen').default(32768),
+};
+
+/**
+ * `vllm serve MODEL` as DeepEyes' and PyVision-RL's judge scripts start it (served as "judge", port 18901,
+ * memory 0.8, context 32768). Only flags of vLLM's documented `vllm serve` CLI are used (checked in
+ * templates.test.ts); the model is a quoted shell word, numbers are validated numbers.
+ */
+export function vllmJudgeCommand(p: { judgeModel: string; judgePort: number; judgeTensorParallel: number; judgeMaxModelLen: number }, extra: Array<string | [string, string | number]> = []): string {
+  return multiline(`vllm serve ${q(p.judgeModel)}`, [
+    ['--port', p.judgePort],
+    ['--gpu-memory-utilization', 0.8],
+    ['--max-model-len', p.judgeMaxModelLen],
+    ['--tensor-parallel-size', p.judgeTensorParallel],
+    ['--served-model-name', 'judge'],
+    '--trust-remote-code',
+    '--disable-log-requests',
+    ...extra,
+  ]);
+}
+
+export const JudgeServerSchema = templateParams({
+  judgeModel: judgeShape.judgeModel,
+  judgePort: judgeShape.judgePort,
+  judgeTensorParallel: judgeShape.judgeTensorParallel,
+  judgeMaxModelLen: judgeShape.judgeMaxModelLen,
+  /** Address the server binds (0.0.0.0: reachable from the training nodes). */
+  bindHost: z.union([z.literal('0.0.0.0'), host]).default('0.0.0.0'),
+});
+
+export const judgeServerTemplate: JobTemplate<typeof JudgeServerSchema> = {
+  id: 'llm-judge-server',
+  title: 'LLM judge · OpenAI-compatible vLLM server',
+  description: 'The judge model (default Qwen2.5-72B-Instruct) served by vLLM as "judge", for DeepEyes / PyVision-RL rewards and for `loupe rescore --scorer llm-judge`. Locally, `loupe serve-model` stands in for it.',
+  source: 'agents-x-project/PyVision-RL verl_agents/serve_llm.sh, slurm_scripts/sbatch_serve_llm.sh; Visual-Agent/DeepEyes README Step 2; vLLM `vllm serve` CLI',
+  schema: JudgeServerSchema,
+  build(p): TemplateOutput {
+    const script = ['set -euo pipefail', `echo ${q(`loupe: the judge (model "judge") answers on port ${p.judgePort} of this host, at /v1`)}`, vllmJudgeCommand(p, [['--host', p.bindHost]])].join('\n');
+    return {
+      templateId: this.id,
+      script: `${script}\n`,
+      env: {},
+      files: [],
+      services: [],
+      resources: { nodes: 1, gpus: p.judgeTensorParallel },
+      metrics: { format: 'auto' },
+      notes: [`Runs until cancelled; point trainers or \`loupe rescore --judge-url http://HOST:${p.judgePort}/v1 --judge-model judge\` at it.`],
+    };
+  },
+};
+
+// ───────────────────────── DeepEyes (verl_agents + LLM judge) ─────────────────────────
+export const DeepEyesSchema = templateParams({
+  repoDir: path.default('.'),
+  size: z.enum(['7b', '32b']).default('7b'),
+  /** Training nodes (8 GPUs each). */
+  worldSize: posInt('worldSize').default(4),
+  ...judgeShape,
 });
 
 export const deepEyesTemplate: JobTemplate<typeof DeepEyesSchema> = {
@@ -390,15 +444,7 @@ export const deepEyesTemplate: JobTemplate<typeof DeepEyesSchema> = {
   source: 'Visual-Agent/DeepEyes README (Step 1-3), examples/agent/final_merged_v1v8_thinklite{,_32b}.sh; reference §6 (DE)',
   schema: DeepEyesSchema,
   build(p): TemplateOutput {
-    const judge = multiline(`vllm serve ${q(p.judgeModel)}`, [
-      ['--port', p.judgePort],
-      ['--gpu-memory-utilization', 0.8],
-      ['--max-model-len', p.judgeMaxModelLen],
-      ['--tensor-parallel-size', p.judgeTensorParallel],
-      ['--served-model-name', 'judge'],
-      '--trust-remote-code',
-      '--disable-log-requests',
-    ]);
+    const judge = vllmJudgeCommand(p);
     const base = `http://${p.judgeHost}:${p.judgePort}/v1`;
     const script = [
       'set -euo pipefail',
@@ -418,6 +464,112 @@ export const deepEyesTemplate: JobTemplate<typeof DeepEyesSchema> = {
       notes: [
         'Needs a Ray cluster across the training nodes before the script starts.',
         ...(p.size === '7b' && gpus < 32 ? [`${gpus} GPUs requested; DeepEyes recommends ≥ 32 GPUs for 7B`] : []),
+      ],
+    };
+  },
+};
+
+// ───────────────────────── PyVision-RL (verl_agents, the code tool, LLM judge) ─────────────────────────
+export const PyVisionRlSchema = templateParams({
+  /** The PyVision-RL checkout's `verl_agents` folder. */
+  repoDir: path.default('verl_agents'),
+  /** The SFT checkpoint RL starts from (PyVision-RL: Qwen2.5-VL-7B after one SFT epoch). */
+  modelPath: path,
+  /** Parquet files or folders of training data (the upstream script passes folders). */
+  trainFiles: z.array(path).min(1, 'at least one training file or folder'),
+  valFiles: z.array(path).default([]),
+  /** Training nodes (8 GPUs each). */
+  worldSize: posInt('worldSize').default(2),
+  rolloutN: posInt('rolloutN').default(8),
+  batchSize: posInt('batchSize').default(64),
+  lr: z.number().positive('lr must be > 0').default(1e-6),
+  /** Model turns per rollout (`agent.max_turns`; validation uses 30 in the environment). */
+  maxTurns: posInt('maxTurns').default(5),
+  maxResponseTokensPerTurn: posInt('maxResponseTokensPerTurn').default(10240),
+  maxPromptLength: posInt('maxPromptLength').default(32000),
+  maxResponseLength: posInt('maxResponseLength').default(20480),
+  totalEpochs: posInt('totalEpochs').default(32),
+  saveFreq: posInt('saveFreq').default(10),
+  projectName: z.string().regex(/^[A-Za-z0-9._-]+$/, 'a name: letters, digits, . _ -').default('pyvision-rl'),
+  experimentName: z.string().regex(/^[A-Za-z0-9._-]+$/, 'a name: letters, digits, . _ -').default('qwen25vl-7b-grpo'),
+  checkpointDir: path.default('checkpoints'),
+  ...judgeShape,
+});
+
+export const pyvisionRlTemplate: JobTemplate<typeof PyVisionRlSchema> = {
+  id: 'pyvision-rl-grpo',
+  title: 'PyVision-RL · GRPO with the code tool and an LLM judge',
+  description: 'A vLLM judge (served as "judge") plus PyVision-RL\'s verl_agents main_ppo (grpo, n=8, batch 64, lr 1e-6, kl 0, max_turns 5, filter groups on seq_reward).',
+  source: 'agents-x-project/PyVision-RL verl_agents/examples/agent/train_pyvision_rl_7b_v4.sh, serve_llm.sh; reference §6 (PVRL)',
+  schema: PyVisionRlSchema,
+  build(p): TemplateOutput {
+    const base = `http://${p.judgeHost}:${p.judgePort}/v1`;
+    const args: Array<string | [string, string | number | boolean]> = [
+      hydraPathList('data.train_files', p.trainFiles),
+      ...(p.valFiles.length ? [hydraPathList('data.val_files', p.valFiles)] : []),
+      `data.train_batch_size=${p.batchSize}`,
+      `data.max_prompt_length=${p.maxPromptLength}`,
+      `data.max_response_length=${p.maxResponseLength}`,
+      'data.return_raw_chat=True',
+      'data.filter_overlong_prompts=True',
+      'algorithm.adv_estimator=grpo',
+      'algorithm.kl_ctrl.kl_coef=0.0',
+      'algorithm.filter_groups.enable=True',
+      'algorithm.filter_groups.max_num_gen_batches=0',
+      'algorithm.filter_groups.metric=seq_reward',
+      `actor_rollout_ref.model.path=${q(p.modelPath)}`,
+      'actor_rollout_ref.model.use_remove_padding=True',
+      `actor_rollout_ref.actor.optim.lr=${num(p.lr)}`,
+      `actor_rollout_ref.actor.ppo_mini_batch_size=${p.batchSize}`,
+      'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1',
+      'actor_rollout_ref.actor.use_kl_loss=False',
+      'actor_rollout_ref.actor.kl_loss_coef=0.0',
+      'actor_rollout_ref.actor.entropy_coeff=0.0',
+      'actor_rollout_ref.actor.fsdp_config.param_offload=True',
+      'actor_rollout_ref.actor.fsdp_config.optimizer_offload=True',
+      'actor_rollout_ref.rollout.name=vllm',
+      `actor_rollout_ref.rollout.n=${p.rolloutN}`,
+      'actor_rollout_ref.rollout.tensor_model_parallel_size=1',
+      'actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8',
+      'actor_rollout_ref.rollout.max_num_batched_tokens=32768',
+      'actor_rollout_ref.rollout.gpu_memory_utilization=0.8',
+      'actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8',
+      'actor_rollout_ref.ref.fsdp_config.param_offload=True',
+      'actor_rollout_ref.rollout.agent.activate_agent=True',
+      'actor_rollout_ref.rollout.agent.tool_name_key=env_name',
+      `actor_rollout_ref.rollout.agent.single_response_max_tokens=${p.maxResponseTokensPerTurn}`,
+      `actor_rollout_ref.rollout.agent.max_turns=${p.maxTurns}`,
+      'actor_rollout_ref.rollout.agent.concurrent_workers=1',
+      'trainer.critic_warmup=0',
+      "'trainer.logger=[console]'",
+      'trainer.val_before_train=False',
+      'trainer.n_gpus_per_node=8',
+      `trainer.nnodes=${p.worldSize}`,
+      `trainer.save_freq=${p.saveFreq}`,
+      `trainer.project_name=${p.projectName}`,
+      `trainer.experiment_name=${p.experimentName}`,
+      `trainer.default_local_dir=${q(`${p.checkpointDir}/${p.projectName}/${p.experimentName}`)}`,
+      `trainer.total_epochs=${p.totalEpochs}`,
+    ];
+    const script = [
+      'set -euo pipefail',
+      `cd ${q(p.repoDir)}`,
+      `curl -sf ${q(`${base}/models`)} >/dev/null || { echo ${q(`loupe: the judge at ${base} does not answer; start the judge service first`)} >&2; exit 2; }`,
+      `PYTHONUNBUFFERED=1 ${multiline('python3 -m verl.trainer.main_ppo', args)}`,
+    ].join('\n');
+    const gpus = p.worldSize * 8;
+    return {
+      templateId: this.id,
+      script: `${script}\n`,
+      env: { LLM_AS_A_JUDGE_BASE: base, WORLD_SIZE: String(p.worldSize), HYDRA_FULL_ERROR: '1' },
+      files: [],
+      services: [{ name: 'judge', script: `set -euo pipefail\n${vllmJudgeCommand(p)}\n`, note: `needs ${p.judgeTensorParallel} GPUs; the trainer reaches it at ${base}` }],
+      resources: { nodes: p.worldSize, gpus: 8 },
+      metrics: { format: 'verl-console' },
+      notes: [
+        'Needs a Ray cluster across the training nodes before the script starts (PyVision-RL: slurm_scripts/ray_head_start.sh, ray_worker_start.sh).',
+        'Rollouts run model-written Python in the environment of verl_agents (safe_persis_python_exe_tool), not in Loupe\'s sandbox.',
+        ...(gpus < 16 ? [`${gpus} GPUs requested; the PyVision-RL 7B recipe used 16`] : []),
       ],
     };
   },
@@ -558,7 +710,7 @@ const customScriptTemplate: JobTemplate<typeof CustomScriptSchema> = {
   },
 };
 
-export const TEMPLATES = [verlToolPixelReasonerTemplate, pixelReasonerRlTemplate, msSwiftVsiTemplate, deepEyesTemplate, loupeTinyTemplate, customScriptTemplate] as const;
+export const TEMPLATES = [verlToolPixelReasonerTemplate, pixelReasonerRlTemplate, msSwiftVsiTemplate, deepEyesTemplate, pyvisionRlTemplate, judgeServerTemplate, loupeTinyTemplate, customScriptTemplate] as const;
 
 export class TemplateParamsError extends Error {
   constructor(

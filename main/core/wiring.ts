@@ -117,3 +117,13 @@ export async function imageOpsFor(media: MediaStore, mode: 'inline' | 'worker' =
   const { createImageOps } = await import('../../native/image');
   return createImageOps(media, { mode });
 }
+
+/**
+ * The PyVision code sandbox for sweeps, the Demo and `loupe run`: native/pysandbox, one isolated Python process per
+ * episode, with the wall time each reference waited (PV 20 s, PVRL 30 s). `allowUnisolated` is the user's
+ * explicit opt-in where no namespace isolation exists.
+ */
+export async function codeSandboxFactory(o: { allowUnisolated?: boolean; workRoot?: string } = {}): Promise<import('../../app/tools/codeSandbox').CodeSandboxFactory> {
+  const [{ startPySandbox }, { PYVISION_LIMITS }] = await Promise.all([import('../../native/pysandbox'), import('../../app/protocol/pyvision')]);
+  return (ep) => startPySandbox(ep, { limits: { wallSeconds: ep.variant === 'PV' ? PYVISION_LIMITS.PV.timeoutS : PYVISION_LIMITS.PVRL.timeoutS }, ...(o.allowUnisolated ? { allowUnisolated: true } : {}), ...(o.workRoot ? { workRoot: o.workRoot } : {}) });
+}

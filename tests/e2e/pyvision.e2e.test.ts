@@ -35,6 +35,7 @@ describe('PyVision in the UI', () => {
   let browser: Browser;
   let runId = '';
   let rescoredId = '';
+  let importedPv = '';
   beforeAll(async () => {
     const dir = tempWorkspace('loupe-pyvision-e2e-');
     const ws = await new Workspace(dir).init();
@@ -53,6 +54,8 @@ describe('PyVision in the UI', () => {
     } finally {
       await server.close();
     }
+    // PyVision main.py's saved messages (fixtures built from its writer; no real file is public), imported with their images.
+    ({ runId: importedPv } = await workspaceWriter(dir).write(await importRun('pyvision', path.join(ROOT, 'tests/fixtures/importers/pyvision'), { name: 'pyvision-import' })));
     const { trajectory, sandbox } = await runPyVisionEpisode({
       engine: new ScriptedEngine(TURNS, { model: 'scripted-pyvision' }),
       variant: 'PV',
@@ -97,6 +100,21 @@ describe('PyVision in the UI', () => {
     expect(errors).toEqual([]);
   });
 
+  it('an imported PyVision messages file shows its question image, code, printed text and figure', async () => {
+    const { page, errors } = await newPage(browser, { width: 1400, height: 1000 });
+    await page.goto(`${app.openUrl}#/runs/${importedPv}/messages_glass`);
+    await page.getByTestId('code-step-1').waitFor();
+    await expect(page.getByTestId('code-step-1').textContent()).resolves.toContain("print('size', w, h)");
+    await expect(page.getByTestId('stdout-step-1').textContent()).resolves.toBe('size 192 83\n');
+    await expect(page.getByTestId('step-card-1').textContent()).resolves.toContain('ran (time not recorded)');
+    await expect(page.getByTestId('figure-step-1').count()).resolves.toBe(1);
+    const [fig] = await page.getByTestId('figure-step-1').locator('img').evaluateAll((imgs) => imgs.map((i) => [(i as HTMLImageElement).naturalWidth, (i as HTMLImageElement).naturalHeight]));
+    expect(fig![0]).toBeGreaterThan(0);
+    await page.getByTestId('final-answer').waitFor();
+    await screenshot(page, 'pyvision-import');
+    expect(errors).toEqual([]);
+  });
+
   it('a re-scored run shows both scores, and `disagree = true` lists exactly the samples the scorers disagree on', async () => {
     const { page, errors } = await newPage(browser, { width: 1400, height: 900 });
     await page.goto(`${app.openUrl}#/runs`);
@@ -134,18 +152,45 @@ describe('PyVision in the UI', () => {
     });
     const editor = page.getByTestId('code-editor');
     await expect(editor.inputValue()).resolves.toContain("print(f'size: {w}x{h}')");
-    await editor.fill("w, h = image_clue_0.size\ncrop = image_clue_0.crop((0, 0, w // 2, h // 2))\nprint('edited by a person:', w * h, 'pixels')\nplt.imshow(crop)\nplt.show()");
+    // The editor paints the code with the step cards' colouring: the model's code before the edit ...
+    const paint = page.getByTestId('code-editor-paint');
+    expect(await paint.locator('.py-fn').allTextContents()).toEqual(['crop', 'figure', 'imshow', 'axis', 'show']);
+    expect(await paint.locator('.py-builtin').allTextContents()).toEqual(['print']);
+    await editor.fill("w, h = image_clue_0.size\ncrop = image_clue_0.crop((0, 0, w // 2, h // 2))\n# a person's version\nprint('edited by a person:', w * h, 'pixels')\nplt.imshow(crop)\nplt.show()");
+    // ... and the person's code as they type it (the comment and the string are coloured spans).
+    await expect(paint.locator('.py-com').allTextContents()).resolves.toEqual(["# a person's version"]);
+    await expect(paint.locator('.py-str').allTextContents()).resolves.toEqual(["'edited by a person:'", "'pixels'"]);
+    // The painted text is exactly the textarea's (same text, so the colours sit under the caret).
+    expect(await paint.textContent()).toBe(await editor.inputValue());
+    await page.getByTestId('edited-code-note').waitFor();
     await screenshot(page, 'pyvision-demo-edit-code');
     await page.getByTestId('continue-edited').click();
     await page.getByTestId('pause-panel').filter({ hasText: "turn 2's call" }).waitFor();
     await page.getByTestId('continue-run').click();
+    // Both branches are kept: the edited one, then the model's own code run without pauses.
+    await page.getByTestId('branch-b1').waitFor({ timeout: 60_000 });
     await page.getByTestId('run-status').filter({ hasText: 'done' }).waitFor({ timeout: 60_000 });
+    await expect(page.getByTestId('branch-b0').textContent()).resolves.toBe('Edited');
+    await expect(page.getByTestId('branch-b1').textContent()).resolves.toBe('Original');
+    await page.getByTestId('branch-b0').click();
     await expect(page.getByTestId('code-step-1').textContent()).resolves.toContain("print('edited by a person:', w * h, 'pixels')");
     await expect(page.getByTestId('stdout-step-1').textContent()).resolves.toBe('edited by a person: 1593600 pixels\n');
     await expect(page.getByTestId('step-card-1').locator('.tv-tag-edited').count()).resolves.toBe(1);
     await expect(page.getByTestId('figure-step-1').count()).resolves.toBe(1);
     await expect(page.getByTestId('figure-step-2').count()).resolves.toBe(2);
     await screenshot(page, 'pyvision-demo-edited-run');
+    await page.getByTestId('compare-branches').click();
+    await page.getByTestId('branch-compare').waitFor();
+    const orig = page.getByTestId('trajectory-b1');
+    await expect(orig.getByTestId('code-step-1').textContent()).resolves.toContain("print(f'size: {w}x{h}')");
+    await expect(orig.getByTestId('stdout-step-1').textContent()).resolves.toMatch(/^size: \d+x\d+\n$/);
+    await expect(orig.getByTestId('step-card-1').locator('.tv-tag-edited').count()).resolves.toBe(0);
+    // The two branches ran different code, so their first figures differ.
+    const f0 = await page.getByTestId('trajectory-b0').getByTestId('figure-step-1').locator('img').getAttribute('src');
+    const f1 = await orig.getByTestId('figure-step-1').locator('img').getAttribute('src');
+    expect(f0).toBeTruthy();
+    expect(f0).not.toBe(f1);
+    await screenshot(page, 'pyvision-demo-branches-compare');
     expect(errors).toEqual([]);
   });
 });

@@ -26,7 +26,8 @@ export const sweepsCalls = {
         bench: z.string().min(1),
         data: z.string().min(1),
         prompts: z.array(z.enum(['vcot', 'notool'])).min(1).default(['vcot']),
-        dialect: z.enum(['pixel-reasoner', 'verl-tool', 'deepeyes']).default('pixel-reasoner'),
+        /** `pyvision` / `pyvision-rl`: the code tool (PV / PVRL), each sample in its own sandbox. */
+        dialect: z.enum(['pixel-reasoner', 'verl-tool', 'deepeyes', 'pyvision', 'pyvision-rl']).default('pixel-reasoner'),
         limit: z.number().int().positive().optional(),
         /** Max new tokens per turn (default: the dialect's). */
         maxTokens: z.number().int().positive().max(32768).optional(),

@@ -10,6 +10,8 @@ import type { RunManifest } from '../../contract/trajectory';
 import type { LoadInfo } from '../../bench/types';
 import type { DialectId, PromptId, ResizeMode } from '../../protocol/types';
 import { getDialect, isDialectId } from '../../protocol';
+import { isPyVisionDialect, pyvisionMaxTokens, pyvisionMaxTurns, pyvisionVariantOf, PYVISION_LIMITS, type PyVisionDialectId } from '../../protocol/pyvision';
+import { DEFAULT_CODE_SANDBOX_LIMITS } from '../../tools/codeSandbox';
 import { redactUrlPasswordsDeep } from '../../connectors/redact';
 import { isRunId } from '../../workspace/runStore';
 import type { ModelRegistry } from '../../engines/modelRegistry';
@@ -133,8 +135,11 @@ export async function hashModelFolder(dir: string): Promise<{ hash: string; meth
 // ---- settings ------------------------------------------------------------------------------------------------
 
 /** The settings of one run (everything that changes what the model sees or how it is scored). */
+/** A sweep's dialect: a crop-tool dialect of the registry, or the PyVision code tool (run in a sandbox). */
+export type SweepDialectId = DialectId | PyVisionDialectId;
+
 export interface RunSettings {
-  dialect: DialectId;
+  dialect: SweepDialectId;
   prompt: PromptId;
   mode: ResizeMode;
   /** Engine-side MIN/MAX_PIXELS (vLLM); undefined = the engine's default. */
@@ -156,7 +161,7 @@ export interface RunSettings {
 
 /** Lists of values to cross (a single value is a list of one); a missing field takes its default. */
 export interface SettingsGrid {
-  dialect?: DialectId | DialectId[];
+  dialect?: SweepDialectId | SweepDialectId[];
   prompt?: PromptId | PromptId[];
   mode?: ResizeMode | ResizeMode[];
   minPixels?: number | Array<number | undefined>;
@@ -291,8 +296,12 @@ export function expandPlan(plan: SweepPlan): PlannedRun[] {
   const list = <T,>(v: T | T[] | undefined, d: T): T[] => (v === undefined ? [d] : Array.isArray(v) ? v : [v]);
   const dialects = list<string>(g.dialect, DEFAULT_SETTINGS.dialect);
   const prompts = list<string>(g.prompt, DEFAULT_SETTINGS.prompt);
-  for (const d of dialects) if (!isDialectId(d)) getDialect(d); // throws listing the known ones
+  for (const d of dialects) {
+    if (isDialectId(d) || isPyVisionDialect(d)) continue;
+    throw new Error(`unknown dialect "${d}": use one of pixel-reasoner, verl-tool, deepeyes, pyvision, pyvision-rl`);
+  }
   for (const p of prompts) if (p !== 'vcot' && p !== 'notool') throw new Error(`unknown prompt ${JSON.stringify(p)}: use vcot or notool`);
+  if (dialects.some((d) => isPyVisionDialect(d)) && prompts.includes('notool')) throw new Error('the pyvision dialects have one prompt (vistool_with_img_info_v2, with the code tool): drop notool or run it with another dialect');
   // Every door (CLI, UI, plan files) reaches runs through here: decoding values an engine cannot take stop here.
   for (const t of list<number>(g.temperature, DEFAULT_SETTINGS.temperature)) {
     if (typeof t !== 'number' || !Number.isFinite(t) || t < 0) throw new Error(`temperature must be a number ≥ 0 (0 = greedy), got ${JSON.stringify(t)}`);
@@ -311,7 +320,7 @@ export function expandPlan(plan: SweepPlan): PlannedRun[] {
   ]);
   const settingsList: RunSettings[] = axes.map(([dialect, prompt, mode, minPixels, maxPixels, temperature, seed]) => {
     const s: RunSettings = {
-      dialect: dialect as DialectId,
+      dialect: dialect as SweepDialectId,
       prompt: prompt as PromptId,
       mode: mode as ResizeMode,
       temperature: temperature as number,
@@ -368,15 +377,32 @@ export function resizeBounds(mode: ResizeMode): { initial: Bounds; zoom: Bounds;
   return { initial: get('initial')!, zoom: get('zoom')!, select: get('select'), videoFrame: get('video_frame') ?? { ...RESIZE_PRESETS.video_frame } };
 }
 
+/**
+ * The limits a run's episodes use: the settings' overrides, else the dialect's. For the PyVision dialects
+ * `maxCalls` is the turn limit (the references' max turns: PVRL 5, 30 in validation, i.e. an eval run) and
+ * `sandbox` the per-run code limits (the wall time each reference waited).
+ */
+export function sweepLimits(s: RunSettings): { maxCalls: number; maxImages: number; tokenBudget: number; maxTokensPerTurn: number; sandbox?: Record<string, number> } {
+  if (isPyVisionDialect(s.dialect)) {
+    const variant = pyvisionVariantOf(s.dialect);
+    const timeout = variant === 'PV' ? PYVISION_LIMITS.PV.timeoutS : PYVISION_LIMITS.PVRL.timeoutS;
+    return {
+      maxCalls: s.maxCalls ?? pyvisionMaxTurns(variant, s.mode),
+      maxImages: s.maxImages ?? (variant === 'PVRL' ? PYVISION_LIMITS.PVRL.maxImages : 1000),
+      tokenBudget: s.tokenBudget ?? 1_000_000,
+      maxTokensPerTurn: s.maxTokensPerTurn ?? pyvisionMaxTokens(variant),
+      sandbox: { ...DEFAULT_CODE_SANDBOX_LIMITS, wallSeconds: timeout },
+    };
+  }
+  const d = getDialect(s.dialect);
+  return { maxCalls: s.maxCalls ?? d.limits.maxCalls, maxImages: s.maxImages ?? d.limits.maxImages, tokenBudget: s.tokenBudget ?? d.limits.tokenBudget, maxTokensPerTurn: s.maxTokensPerTurn ?? d.limits.maxTokensPerTurn };
+}
+
 /** The full manifest of a planned run. */
 export function buildManifest(run: PlannedRun, r: ResolvedRun, now: Date = new Date()): RunManifest {
-  const dialect = getDialect(run.settings.dialect);
   const s = run.settings;
-  const limits = {
-    maxCalls: s.maxCalls ?? dialect.limits.maxCalls,
-    maxImages: s.maxImages ?? dialect.limits.maxImages,
-    tokenBudget: s.tokenBudget ?? dialect.limits.tokenBudget,
-  };
+  const dl = sweepLimits(s);
+  const limits = { maxCalls: dl.maxCalls, maxImages: dl.maxImages, tokenBudget: dl.tokenBudget };
   const m = run.model;
   const model =
     m.kind === 'local'
@@ -393,11 +419,12 @@ export function buildManifest(run: PlannedRun, r: ResolvedRun, now: Date = new D
     model,
     engine: r.engine.kind,
     dialect: s.dialect,
-    prompt: s.prompt,
+    // PyVision has one prompt (its tool prompt); vcot/notool choose among the crop dialects' prompts.
+    prompt: isPyVisionDialect(s.dialect) ? 'vistool_with_img_info_v2' : s.prompt,
     ...(s.minPixels !== undefined ? { minPixels: s.minPixels } : {}),
     ...(s.maxPixels !== undefined ? { maxPixels: s.maxPixels } : {}),
     zoom: resizeBounds(s.mode).zoom,
-    decoding: { temperature: s.temperature, topP: s.topP, topK: s.topK, maxTokens: s.maxTokensPerTurn ?? dialect.limits.maxTokensPerTurn, seed: s.seed },
+    decoding: { temperature: s.temperature, topP: s.topP, topK: s.topK, maxTokens: dl.maxTokensPerTurn, seed: s.seed },
     limits,
     bench: {
       id: run.bench.id,
@@ -418,7 +445,8 @@ export function buildManifest(run: PlannedRun, r: ResolvedRun, now: Date = new D
       engineInfo: r.engine,
       // resize bounds the episode applies (initial view, crop results, selected frames, video frames)
       cropBounds: resizeBounds(s.mode),
-      maxTokensPerTurn: s.maxTokensPerTurn ?? dialect.limits.maxTokensPerTurn,
+      maxTokensPerTurn: dl.maxTokensPerTurn,
+      ...(dl.sandbox ? { maxTurns: dl.maxCalls, sandbox: dl.sandbox } : {}),
     },
   };
 }

@@ -22,10 +22,13 @@ import type { BenchSample, LoadOptions } from '../../bench/types';
 import { getAdapter, getScorer, scorerVersions } from '../../bench';
 import { countCalls, runEpisode, type EpisodeEvent, type EpisodeMedia } from '../../agent';
 import { getDialect } from '../../protocol';
+import { isPyVisionDialect, pyvisionVariantOf, type PyVisionVariant } from '../../protocol/pyvision';
+import { runPyVisionEpisode, type PyVisionEpisodeResult } from '../../agent/pyvisionEpisode';
+import type { CodeSandboxFactory } from '../../tools/codeSandbox';
 import { RunStore, SAMPLES_FILE, type RunHandle } from '../../workspace/runStore';
 import { writeFileAtomic } from '../../workspace/fsutil';
 import type { TailRepair } from '../../workspace/jsonl';
-import { buildManifest, hashFiles, inShard, manifestConflicts, type ModelSpec, type PlannedRun } from '../plan';
+import { buildManifest, hashFiles, inShard, manifestConflicts, sweepLimits, type ModelSpec, type PlannedRun } from '../plan';
 
 export * from './replay';
 export * from './summary';
@@ -85,6 +88,13 @@ export interface RunnerOptions {
   turnTimeoutMs?: number;
   /** Also emit per-episode events (tokens, calls) for live views. */
   episodeEvents?: boolean;
+  /**
+   * Runs PyVision code (native/pysandbox, wired by `main/`): one isolated Python process per sample, closed
+   * (its folder removed) when the sample ends. Without it a pyvision run is refused before anything is written.
+   */
+  codeSandbox?: CodeSandboxFactory;
+  /** PyVision runs: sandboxes (= samples) alive at once, whatever the engine's concurrency (default: CPU cores). */
+  maxSandboxes?: number;
 }
 
 export interface RunOutcome {
@@ -312,6 +322,25 @@ export async function runSweep(runs: PlannedRun[], opts: RunnerOptions): Promise
   return out;
 }
 
+/** A pyvision run needs a working sandbox: start one (no images) before the run folder is made, so a machine without isolation refuses with the sandbox's reason and writes nothing. */
+async function probeSandbox(variant: PyVisionVariant, factory: CodeSandboxFactory | undefined): Promise<void> {
+  if (!factory) throw new RunSetupError('the pyvision dialects run model-written Python, and no code sandbox is wired into this Loupe');
+  let sb;
+  try {
+    sb = await factory({ variant, images: [] });
+  } catch (err) {
+    throw new RunSetupError(`the code sandbox cannot start: ${(err as Error).message}`);
+  }
+  await sb.close();
+}
+
+/** The question image of a PyVision sample (the reference's prompt carries one image). */
+function pyvisionImages(s: BenchSample): string[] {
+  const images = s.media.images ?? [];
+  if (images.length === 0) throw new Error(`sample ${s.qid} has no image; the pyvision dialects take one question image (not video frames)`);
+  return images;
+}
+
 async function runOne(run: PlannedRun, leaseP: Promise<EngineLease>, slotMap: Map<string, Slots>, opts: RunnerOptions): Promise<RunOutcome> {
   const emit = (e: SweepEvent) => {
     try {
@@ -322,6 +351,7 @@ async function runOne(run: PlannedRun, leaseP: Promise<EngineLease>, slotMap: Ma
   };
   // everything that can fail before the first write happens here, so a bad setup leaves no run folder behind
   const bench = await loadBench(run, opts.loadOptions);
+  if (isPyVisionDialect(run.settings.dialect)) await probeSandbox(pyvisionVariantOf(run.settings.dialect), opts.codeSandbox);
   const lease = await leaseP;
   const scorers = scorerVersions(new Set(bench.samples.map((s) => s.scorer)));
   const planned = buildManifest(run, {
@@ -388,8 +418,10 @@ async function runLocked(
   const key = lease.info.id;
   let slots = slotMap.get(key);
   if (!slots) slotMap.set(key, (slots = new Slots(lease.concurrency || opts.concurrency || 1)));
-  const dialect = getDialect(run.settings.dialect);
   const s = run.settings;
+  const pv = isPyVisionDialect(s.dialect) ? pyvisionVariantOf(s.dialect) : null;
+  const dialect = pv ? null : getDialect(s.dialect);
+  const pvLimits = sweepLimits(s);
   const limits = Object.fromEntries(
     Object.entries({ maxCalls: s.maxCalls, maxImages: s.maxImages, tokenBudget: s.tokenBudget, maxTokensPerTurn: s.maxTokensPerTurn }).filter(([, v]) => v !== undefined),
   );
@@ -416,10 +448,28 @@ async function runLocked(
         if (!sample) return;
         emit({ type: 'sample-start', runId: run.id, qid: sample.qid });
         let t: Trajectory;
+        let sandboxFacts: PyVisionEpisodeResult['sandbox'] | undefined;
         try {
-          t = await runEpisode({
+          if (pv) {
+            // The code runs in its own process (the sandbox); this loop only awaits it, and closes it when the sample ends.
+            const r = await runPyVisionEpisode({
+              engine: lease.engineFor(sample),
+              variant: pv,
+              question: sample.question,
+              images: pyvisionImages(sample),
+              imageOps: opts.imageOps,
+              sandbox: opts.codeSandbox!,
+              maxTurns: pvLimits.maxCalls,
+              maxTokens: pvLimits.maxTokensPerTurn,
+              temperature: s.temperature,
+              topP: s.topP,
+              signal: stop.signal,
+            });
+            t = r.trajectory;
+            sandboxFacts = r.sandbox;
+          } else t = await runEpisode({
             engine: lease.engineFor(sample),
-            dialect,
+            dialect: dialect!,
             media: episodeMedia(sample),
             question: sample.question,
             imageOps: opts.imageOps,
@@ -437,10 +487,12 @@ async function runLocked(
           });
         } catch (err) {
           // runEpisode returns a trajectory for every failure it knows; anything else is recorded as `error`
-          t = { dialect: dialect.id, prompt: s.prompt, media: [], originals: [], isVideo: sample.isVideo, question: sample.question, turns: [], stopReason: 'error', error: (err as Error).message };
+          t = { dialect: dialect?.id ?? s.dialect, prompt: s.prompt, media: [], originals: [], isVideo: sample.isVideo, question: sample.question, turns: [], stopReason: 'error', error: (err as Error).message };
         }
         if (t.stopReason === 'cancelled' || stop.signal.aborted) return; // unfinished: not recorded, runs again on resume
         const rec = sampleRecord(sample, t);
+        // Per-sample sandbox facts (isolation, limits, each run's wall/CPU time and the limits it hit).
+        if (sandboxFacts) rec.extra = { ...rec.extra, sandbox: sandboxFacts };
         await handle.appendSample(rec);
         done++;
         doneThisSession++;
@@ -473,7 +525,9 @@ async function runLocked(
     }
   };
   try {
-    const n = Math.max(1, Math.min(todo.length, lease.concurrency || opts.concurrency || 1));
+    const cores = Math.max(1, typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
+    const sandboxCap = pv ? Math.max(1, opts.maxSandboxes ?? cores) : Infinity;
+    const n = Math.max(1, Math.min(todo.length, lease.concurrency || opts.concurrency || 1, sandboxCap));
     await Promise.all(Array.from({ length: n }, () => worker()));
   } finally {
     opts.signal?.removeEventListener('abort', onOuterAbort);

@@ -34,6 +34,8 @@ export interface EvalCliOptions {
   timeoutMs?: number;
   replayDelayMs?: number;
   progress?: boolean;
+  allowUnisolatedCode?: boolean;
+  maxSandboxes?: number;
 }
 
 function int(name: string, min = 0) {
@@ -63,11 +65,11 @@ function fmtMs(ms: number | null): string {
 
 /** Run the eval; resolves with the process exit code. Exported so tests and `loupe` share one path. */
 export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WriteStream | NodeJS.WritableStream } = process): Promise<number> {
-  const [{ resolveModelRef, parseShard, expandPlan }, { runSweep, RunSetupError, loadRunGroup, summarize, formatSummary }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { isDialectId }] =
-    await Promise.all([import('../../../app/sweeps/plan'), import('../../../app/sweeps/runner'), import('../../../app/workspace'), import('../../core/wiring'), import('../../../app/protocol')]);
+  const [{ resolveModelRef, parseShard, expandPlan }, { runSweep, RunSetupError, loadRunGroup, summarize, formatSummary }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor, codeSandboxFactory }, { isDialectId }, { isPyVisionDialect }] =
+    await Promise.all([import('../../../app/sweeps/plan'), import('../../../app/sweeps/runner'), import('../../../app/workspace'), import('../../core/wiring'), import('../../../app/protocol'), import('../../../app/protocol/pyvision')]);
   const err = (s: string) => io.stderr.write(s);
   if (o.prompt !== 'vcot' && o.prompt !== 'notool') throw new Error(`--prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}`);
-  if (!isDialectId(o.dialect)) throw new Error(`--dialect ${JSON.stringify(o.dialect)} is unknown: use pixel-reasoner, verl-tool or deepeyes`);
+  if (!isDialectId(o.dialect) && !isPyVisionDialect(o.dialect)) throw new Error(`--dialect ${JSON.stringify(o.dialect)} is unknown: use pixel-reasoner, verl-tool, deepeyes, pyvision or pyvision-rl`);
   if (o.mode !== 'eval' && o.mode !== 'train') throw new Error(`--mode must be eval or train, got ${JSON.stringify(o.mode)}`);
   const wsDir = o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir();
   const { ModelRegistry } = await import('../../../app/engines/modelRegistry');
@@ -124,6 +126,8 @@ export async function runEvalCommand(o: EvalCliOptions, io: { stdout: NodeJS.Wri
         ...(o.replayDelayMs ? { replayDelayMs: o.replayDelayMs } : {}),
       }),
       signal: ctrl.signal,
+      ...(isPyVisionDialect(o.dialect) ? { codeSandbox: await codeSandboxFactory({ ...(o.allowUnisolatedCode ? { allowUnisolated: true } : {}) }) } : {}),
+      ...(o.maxSandboxes !== undefined ? { maxSandboxes: o.maxSandboxes } : {}),
       ...(o.retryErrors ? { retryErrors: true } : {}),
       onEvent: (e) => {
         if (e.type === 'run-start') {
@@ -183,7 +187,7 @@ export function register(program: Command): void {
     .requiredOption('--bench <id>', 'benchmark id: vstar, tallyqa, infovqa, mvbench, vsibench, hrbench, pixel-reasoner, loupe-synth')
     .option('--data <dir>', 'benchmark data folder (default ./data/<bench>)')
     .option('--prompt <p>', 'vcot (tools) or notool', 'vcot')
-    .option('--dialect <d>', 'pixel-reasoner | verl-tool | deepeyes', 'pixel-reasoner')
+    .option('--dialect <d>', 'pixel-reasoner | verl-tool | deepeyes | pyvision | pyvision-rl (the code tool, run in a sandbox)', 'pixel-reasoner')
     .option('--mode <m>', 'resize presets and decoding defaults: eval or train', 'eval')
     .option('--limit <n>', 'first N samples only', int('--limit', 1))
     .option('--seed <n>', 'decoding seed and option-shuffle seed', int('--seed'), 0)
@@ -193,7 +197,9 @@ export function register(program: Command): void {
     .option('--concurrency <k>', 'samples in flight (default 1 local, 8 for a server)', int('--concurrency', 1))
     .option('--retry-errors', 'run samples recorded as engine_error/error again')
     .option('--max-tokens <n>', 'max new tokens per turn (default: the dialect’s)', int('--max-tokens', 1))
-    .option('--max-calls <n>', 'tool-call limit (default: the dialect’s)', int('--max-calls', 0))
+    .option('--max-calls <n>', 'tool-call limit (default: the dialect’s; pyvision: model turns, PVRL 5 with --mode train, 30 in eval)', int('--max-calls', 0))
+    .option('--max-sandboxes <n>', 'pyvision: code sandboxes (samples) alive at once (default: CPU cores)', int('--max-sandboxes', 1))
+    .option('--allow-unisolated-code', 'pyvision: run model-written code with resource limits only where no namespace isolation exists (recorded in the run)')
     .option('--temperature <t>', 'sampling temperature (0 = greedy)', num('--temperature'), 0)
     .option('--min-pixels <n>', 'engine MIN_PIXELS', int('--min-pixels', 1))
     .option('--max-pixels <n>', 'engine MAX_PIXELS', int('--max-pixels', 1))

@@ -25,6 +25,7 @@ interface RunCliOptions {
   threads?: number;
   apiKey?: string;
   json?: boolean;
+  allowUnisolatedCode?: boolean;
 }
 
 function int(name: string, min = 0) {
@@ -61,10 +62,11 @@ export function register(program: Command): void {
     .option('--video <file>', 'a video file (give its extracted frames with --frames)')
     .option('--frames <dir>', 'a folder of video frames, in name order')
     .option('--prompt <p>', 'vcot (tools) or notool', 'vcot')
-    .option('--dialect <d>', 'pixel-reasoner | verl-tool | deepeyes', 'pixel-reasoner')
+    .option('--dialect <d>', 'pixel-reasoner | verl-tool | deepeyes | pyvision | pyvision-rl (the code tool, run in a sandbox)', 'pixel-reasoner')
+    .option('--allow-unisolated-code', 'pyvision: run model-written code with resource limits only where no namespace isolation exists')
     .option('--mode <m>', 'eval or train presets', 'eval')
     .option('--max-tokens <n>', 'max new tokens per turn', int('--max-tokens', 1))
-    .option('--max-calls <n>', 'tool-call limit', int('--max-calls', 0))
+    .option('--max-calls <n>', 'tool-call limit (pyvision: model turns)', int('--max-calls', 0))
     .option('--temperature <t>', 'sampling temperature (0 = greedy)', (v) => nonNegative('--temperature', v), 0)
     .option('--workspace <dir>', 'workspace folder for the crops (default $LOUPE_WORKSPACE or the user data dir)')
     .option('--device <d>', 'local engine device')
@@ -73,17 +75,21 @@ export function register(program: Command): void {
     .option('--api-key <k>', 'API key for the server (better: $LOUPE_API_KEY, since argv is visible in ps)')
     .option('--json', 'print the trajectory as JSON on the last stdout line')
     .action(async (question: string, o: RunCliOptions) => {
-      const [{ resolveModelRef }, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor }, { listFrames }] = await Promise.all([
+      const [{ resolveModelRef }, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { engineFactory, imageOpsFor, codeSandboxFactory }, { listFrames }, pyv, { runPyVisionEpisode }] = await Promise.all([
         import('../../../app/sweeps/plan'),
         import('../../../app/agent'),
         import('../../../app/protocol'),
         import('../../../app/workspace'),
         import('../../core/wiring'),
         import('../../../app/bench/adapters/frames'),
+        import('../../../app/protocol/pyvision'),
+        import('../../../app/agent/pyvisionEpisode'),
       ]);
       if (o.prompt !== 'vcot' && o.prompt !== 'notool') throw new Error(`--prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}`);
       if (o.mode !== 'eval' && o.mode !== 'train') throw new Error(`--mode must be eval or train, got ${JSON.stringify(o.mode)}`);
-      const dialect = getDialect(o.dialect);
+      const pvDialect = pyv.isPyVisionDialect(o.dialect) ? o.dialect : null;
+      if (pvDialect && (o.frames || o.video)) throw new Error(`--dialect ${pvDialect} takes one question image (--image), not video frames`);
+      const dialect = pvDialect ? null : getDialect(o.dialect);
       let media: { images: string[] } | { videoFrames: string[] };
       if (o.frames) {
         const frames = listFrames(path.resolve(o.frames));
@@ -112,9 +118,45 @@ export function register(program: Command): void {
       };
       const mediaLine = (m: { id: string; width: number; height: number }) => `${path.join(ws.media.dir, m.id)} (${m.width}×${m.height})`;
       try {
+        if (pvDialect) {
+          const variant = pyv.pyvisionVariantOf(pvDialect);
+          const images = 'images' in media ? media.images : [];
+          const r = await runPyVisionEpisode({
+            engine: lease.engineFor({ qid: 'run', bench: 'run', question, answer: null, media: {}, isVideo: false, scorer: '' }),
+            variant,
+            question,
+            images,
+            imageOps,
+            sandbox: await codeSandboxFactory({ ...(o.allowUnisolatedCode ? { allowUnisolated: true } : {}) }),
+            maxTurns: o.maxCalls ?? pyv.pyvisionMaxTurns(variant, o.mode),
+            ...(o.maxTokens ? { maxTokens: o.maxTokens } : {}),
+            temperature: o.temperature,
+            signal: ctrl.signal,
+            onStep: (e) => {
+              if (e.type === 'episode-start') {
+                out(`model ${model.kind === 'local' ? model.name : lease.info.model} (${lease.info.kind}), dialect ${pvDialect}, sandbox ${e.sandbox.isolation} (${e.sandbox.python})\n`);
+                e.media.forEach((m, i) => out(`image_clue_${i}: ${mediaLine(m)}\n`));
+              } else if (e.type === 'turn-start') out(`\n── turn ${e.turnIndex + 1} ──\n`);
+              else if (e.type === 'token') out(e.delta);
+              else if (e.type === 'code-executed') {
+                const a = e.call.arguments as { stdout?: string; wallMs?: number };
+                out(`\n\n→ python (${Math.round(a.wallMs ?? 0)} ms)${e.call.edited ? ' [edited]' : ''}\n`);
+                if (e.call.error) out(`  error: ${e.call.error}\n`);
+                for (const m of e.call.produced) out(`  figure ${mediaLine(m)}\n`);
+                out(`  observation: ${JSON.stringify(e.observation)}\n`);
+              }
+            },
+          });
+          const t = r.trajectory;
+          out(`\nstop: ${t.stopReason}${t.error ? ` (${t.error})` : ''}\n`);
+          if (t.finalText !== undefined) out(`answer: ${t.finalText.trim()}\n`);
+          if (o.json) process.stdout.write(JSON.stringify(t) + '\n');
+          if (t.stopReason === 'engine_error' || t.stopReason === 'error') process.exitCode = 1;
+          return;
+        }
         const t = await runEpisode({
           engine: lease.engineFor({ qid: 'run', bench: 'run', question, answer: null, media: {}, isVideo: 'videoFrames' in media, scorer: '' }),
-          dialect,
+          dialect: dialect!,
           media,
           question,
           imageOps,
@@ -128,7 +170,7 @@ export function register(program: Command): void {
           onStep: (e) => {
             switch (e.type) {
               case 'episode-start':
-                out(`model ${model.kind === 'local' ? model.name : lease.info.model} (${lease.info.kind}${lease.info.device ? `, ${lease.info.device}` : ''}${threadsText(lease.info.threads)}), dialect ${dialect.id}, prompt ${o.prompt}\n`);
+                out(`model ${model.kind === 'local' ? model.name : lease.info.model} (${lease.info.kind}${lease.info.device ? `, ${lease.info.device}` : ''}${threadsText(lease.info.threads)}), dialect ${dialect!.id}, prompt ${o.prompt}\n`);
                 e.media.forEach((m, i) => out(`image ${i + 1}: ${mediaLine(m)}\n`));
                 break;
               case 'turn-start':

@@ -5,7 +5,7 @@ import { expandPlan, resolveModelRef } from '../../../app/sweeps/plan';
 import { ModelRegistry } from '../../../app/engines/modelRegistry';
 import { resourcesRoot } from '../../../app/paths';
 import { runSweep, RunSetupError } from '../../../app/sweeps/runner';
-import { engineFactory } from '../wiring';
+import { codeSandboxFactory, engineFactory } from '../wiring';
 import type { CoreContext } from '../context';
 
 /**
@@ -26,7 +26,7 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
       const runs = expandPlan({
         models: [model],
         benchmarks: [{ id: req.bench, data: path.resolve(req.data) }],
-        settings: { dialect: [req.dialect], prompt: req.prompts, ...(req.limit !== undefined ? { limit: req.limit } : {}), ...(req.maxTokens !== undefined ? { maxTokensPerTurn: req.maxTokens } : {}) },
+        settings: { dialect: [req.dialect], prompt: req.dialect === 'pyvision' || req.dialect === 'pyvision-rl' ? ['vcot'] : req.prompts, ...(req.limit !== undefined ? { limit: req.limit } : {}), ...(req.maxTokens !== undefined ? { maxTokensPerTurn: req.maxTokens } : {}) },
         ...(req.name ? { name: req.name } : {}),
       });
       const ctrl = new AbortController();
@@ -48,6 +48,8 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
         // Local models come from the core's engine manager: a model the Demo holds is shared, not loaded again.
         engines: engineFactory({ manager: ctx.engines, ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
         signal: ctrl.signal,
+        // PyVision runs: each sample's code in its own sandbox process (refused before anything is written where none can start).
+        codeSandbox: await codeSandboxFactory(),
         onEvent: (e) => {
           if (e.type === 'run-start') update(e.runId, { state: 'running', done: e.done, total: e.total });
           else if (e.type === 'sample') {

@@ -3,12 +3,15 @@ import { create } from 'zustand';
 import type { SweepProgress } from '../../../app/contract';
 import { getClient } from '../client';
 
+/** The dialects a sweep can speak; the pyvision ones run each sample's code in its own sandbox. */
+export type SweepDialect = 'pixel-reasoner' | 'verl-tool' | 'deepeyes' | 'pyvision' | 'pyvision-rl';
+
 interface SweepsState {
   progress: Record<string, SweepProgress>;
   error: string | null;
   starting: boolean;
   subscribe(onRunsChanged: () => void): () => void;
-  start(req: { model: string; bench: string; data: string; prompts: Array<'vcot' | 'notool'>; limit?: number; maxTokens?: number; name?: string }): Promise<string[]>;
+  start(req: { model: string; bench: string; data: string; prompts: Array<'vcot' | 'notool'>; dialect?: SweepDialect; limit?: number; maxTokens?: number; name?: string }): Promise<string[]>;
   cancel(runId: string): Promise<void>;
 }
 
@@ -38,7 +41,7 @@ export const useSweepsStore = create<SweepsState>()((set) => ({
   async start(req) {
     set({ starting: true, error: null });
     try {
-      const { runIds } = await getClient().call('sweeps:start', { ...req, dialect: 'pixel-reasoner' });
+      const { runIds } = await getClient().call('sweeps:start', { ...req, dialect: req.dialect ?? 'pixel-reasoner' });
       set({ starting: false });
       return runIds;
     } catch (err) {

@@ -1,8 +1,16 @@
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { useSweepsStore } from '../../stores/useSweepsStore';
+import { useSweepsStore, type SweepDialect } from '../../stores/useSweepsStore';
 import { useRunsStore } from '../../stores/useRunsStore';
 import { ModelPicker } from '../models/ModelPicker';
+
+const DIALECTS: Array<[SweepDialect, string]> = [
+  ['pixel-reasoner', 'Pixel Reasoner'],
+  ['verl-tool', 'verl-tool'],
+  ['deepeyes', 'DeepEyes'],
+  ['pyvision', 'PyVision (code, API loop)'],
+  ['pyvision-rl', 'PyVision-RL (code, verl env)'],
+];
 
 const BENCHES = ['loupe-synth', 'vstar', 'tallyqa', 'infovqa', 'mvbench', 'vsibench', 'hrbench', 'pixel-reasoner'];
 
@@ -29,8 +37,11 @@ export function NewEvalPanel() {
   const [notool, setNotool] = useState(false);
   const [limit, setLimit] = useState('');
   const [maxTokens, setMaxTokens] = useState('');
+  const [dialect, setDialect] = useState<SweepDialect>('pixel-reasoner');
+  const codeTool = dialect === 'pyvision' || dialect === 'pyvision-rl';
   useEffect(() => subscribe(() => void load()), [subscribe, load]);
-  const prompts = [...(vcot ? (['vcot'] as const) : []), ...(notool ? (['notool'] as const) : [])];
+  // PyVision has one prompt (its code-tool prompt), so the prompt choice does not apply to it.
+  const prompts = codeTool ? (['vcot'] as const).slice() : [...(vcot ? (['vcot'] as const) : []), ...(notool ? (['notool'] as const) : [])];
   return (
     <div className="card" data-testid="new-eval">
       <div className="run-list-head">
@@ -42,18 +53,25 @@ export function NewEvalPanel() {
           className="eval-form"
           onSubmit={(e) => {
             e.preventDefault();
-            void start({ model, bench, data, prompts, ...(limit ? { limit: Number(limit) } : {}), ...(maxTokens ? { maxTokens: Number(maxTokens) } : {}) });
+            void start({ model, bench, data, prompts, dialect, ...(limit ? { limit: Number(limit) } : {}), ...(maxTokens ? { maxTokens: Number(maxTokens) } : {}) });
           }}
         >
           <label>Model<ModelPicker value={model} onChange={setModel} allowOther testId="eval-model" /></label>
           <label>Benchmark<select className="input" value={bench} onChange={(e) => setBench(e.target.value)} data-testid="eval-bench">{BENCHES.map((b) => <option key={b}>{b}</option>)}</select></label>
+          <label>Dialect<select className="input" value={dialect} onChange={(e) => setDialect(e.target.value as SweepDialect)} data-testid="eval-dialect">{DIALECTS.map(([id, label]) => <option key={id} value={id}>{label}</option>)}</select></label>
           <label>Data folder<input className="input" value={data} onChange={(e) => setData(e.target.value)} placeholder="folder with the published files" data-testid="eval-data" required /></label>
           <label>Limit<input className="input" value={limit} onChange={(e) => setLimit(e.target.value.replace(/\D/g, ''))} placeholder="all" data-testid="eval-limit" /></label>
           <label>Max tokens/turn<input className="input" value={maxTokens} onChange={(e) => setMaxTokens(e.target.value.replace(/\D/g, ''))} placeholder="dialect's" data-testid="eval-max-tokens" /></label>
-          <fieldset className="prompts"><legend>Prompts</legend>
-            <label><input type="checkbox" checked={vcot} onChange={(e) => setVcot(e.target.checked)} data-testid="eval-vcot" /> vcot (tools)</label>
-            <label><input type="checkbox" checked={notool} onChange={(e) => setNotool(e.target.checked)} data-testid="eval-notool" /> notool</label>
-          </fieldset>
+          {codeTool ? (
+            <div className="small muted" data-testid="eval-pyvision-note">
+              Prompt vistool_with_img_info_v2; each sample's Python runs in its own sandbox (no network, read-only images). Max turns: {dialect === 'pyvision-rl' ? '30 (the validation limit)' : '30'}.
+            </div>
+          ) : (
+            <fieldset className="prompts"><legend>Prompts</legend>
+              <label><input type="checkbox" checked={vcot} onChange={(e) => setVcot(e.target.checked)} data-testid="eval-vcot" /> vcot (tools)</label>
+              <label><input type="checkbox" checked={notool} onChange={(e) => setNotool(e.target.checked)} data-testid="eval-notool" /> notool</label>
+            </fieldset>
+          )}
           <button type="submit" className="btn btn-primary" disabled={starting || prompts.length === 0} data-testid="eval-start">Start</button>
         </form>
       ) : null}

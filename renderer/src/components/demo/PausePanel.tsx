@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { useDemoStore } from '../../stores/useDemoStore';
 import { fmtBox } from '../trajectory/geometry';
+import { CodeEditor } from './CodeEditor';
 
 /** Step mode: the paused call, with run / run edited / stop. */
 export function PausePanel() {
@@ -28,7 +29,8 @@ export function PausePanel() {
       ) : proposal.kind === 'code' ? (
         <div>
           <div className="muted">The model's Python, before it runs in the sandbox. Edit it to run your version instead.</div>
-          <textarea className="input demo-code-editor" spellCheck={false} rows={Math.min(16, Math.max(4, (editCode ?? '').split('\n').length + 1))} value={editCode ?? ''} onChange={(e) => setField('editCode', e.target.value)} data-testid="code-editor" />
+          <CodeEditor value={editCode ?? ''} onChange={(v) => setField('editCode', v)} testId="code-editor" />
+          {changed ? <div className="small muted" data-testid="edited-code-note">Your code runs on this branch; the model's own code runs afterwards on the Original branch, so both stay.</div> : null}
         </div>
       ) : proposal.kind === 'error' ? (
         <pre className="tv-error">{proposal.error}</pre>

@@ -54,7 +54,8 @@ function CodeCall({ turn, step, code, mediaUrl, onOpenMedia }: { turn: Turn; ste
         {tokenizePython(code.code).map((t, i) => (t.kind === 'text' ? t.text : <span key={i} className={`py-${t.kind}`}>{t.text}</span>))}
       </pre>
       <div className="tv-code-meta muted">
-        {code.wallMs !== undefined ? `ran ${Math.round(code.wallMs)} ms` : 'not run'}
+        {/* Imported runs record the output but not the time the code took. */}
+        {code.wallMs !== undefined ? `ran ${Math.round(code.wallMs)} ms` : code.stdout !== undefined || c.produced.length > 0 ? 'ran (time not recorded)' : 'not run'}
         {code.limitsHit?.length ? <span className="tv-badge-error"> limit: {code.limitsHit.join(', ')}</span> : null}
       </div>
       {out ? (
