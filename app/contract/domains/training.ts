@@ -231,6 +231,8 @@ export const trainingCalls = {
   'training:connectorProbe': { req: z.object({ name: z.string() }), res: z.object({ ok: z.boolean(), message: z.string() }) },
   /** Store a secret (encrypted); the value never comes back through the contract. */
   'training:secretSet': { req: z.object({ name: SecretName, value: z.string().min(1, 'the secret is empty') }), res: ConnectorListSchema },
+  /** Remove a stored secret by name (the one secret store; the Settings page's Keys). */
+  'training:secretDelete': { req: z.object({ name: SecretName }), res: ConnectorListSchema },
   'training:submit': {
     req: z.object({
       templateId: z.string(),

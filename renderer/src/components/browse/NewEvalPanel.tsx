@@ -3,6 +3,7 @@ import { useShallow } from 'zustand/react/shallow';
 import { useSweepsStore } from '../../stores/useSweepsStore';
 import { useRunsStore } from '../../stores/useRunsStore';
 import { ModelPicker } from '../models/ModelPicker';
+import { useAppStore } from '../../stores/useAppStore';
 
 const BENCHES = ['loupe-synth', 'vstar', 'tallyqa', 'infovqa', 'mvbench', 'vsibench', 'hrbench', 'pixel-reasoner'];
 
@@ -22,7 +23,9 @@ export function NewEvalPanel() {
   const subscribe = useSweepsStore((s) => s.subscribe);
   const load = useRunsStore((s) => s.load);
   const [open, setOpen] = useState(false);
-  const [model, setModel] = useState('loupe-tiny');
+  // Starts on the Settings page's default model.
+  const defaultModel = useAppStore((x) => x.settings?.defaultModel ?? 'loupe-tiny');
+  const [model, setModel] = useState(defaultModel);
   const [bench, setBench] = useState('loupe-synth');
   const [data, setData] = useState('');
   const [vcot, setVcot] = useState(true);
