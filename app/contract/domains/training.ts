@@ -75,7 +75,7 @@ export type RenderResult = z.infer<typeof RenderResultSchema>;
 const text = (what: string) => z.string({ error: (iss) => (iss.input === undefined || iss.input === null ? `${what} is required` : `${what} must be text`) });
 const requiredText = (what: string) => text(what).min(1, `${what} is required`);
 const url = (what: string, example: string) =>
-  z.url({ error: (iss) => (iss.input === undefined || iss.input === '' ? `${what} is required` : `${what} must be a URL such as ${example}`) });
+  z.url({ protocol: /^https?$/, error: (iss) => (iss.input === undefined || iss.input === '' ? `${what} is required` : `${what} must be a URL such as ${example}`) });
 const secretName = (what: string) => text(what).min(1, `${what} is required`).regex(/^[A-Za-z0-9._:/@-]{1,200}$/, `${what}: use 1-200 letters, digits and . _ : / @ -`);
 const ConnName = text('name').min(1, 'name is required').regex(/^[A-Za-z0-9._-]{1,64}$/, 'connector names use 1-64 letters, digits, ".", "_" and "-"');
 const SecretName = secretName('secret name');

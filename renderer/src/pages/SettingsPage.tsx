@@ -27,7 +27,7 @@ export function SettingsPage() {
   const [threads, setThreads] = useState('');
   useEffect(() => {
     if (settings) setThreads(String(settings.threads));
-  }, [settings?.threads]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [settings]);
   const tp = threadsProblem(threads);
   return (
     <section className="page settings-page">
