@@ -162,5 +162,5 @@ describe('Demo at a talk', () => {
     await page.getByTestId('continue-stop').click();
     await page.getByTestId('run-status').filter({ hasText: /done|error/ }).waitFor({ timeout: 60_000 });
     expect(errors).toEqual([]);
-  });
+  }, 300_000);
 });
