@@ -15,7 +15,7 @@ import { modelsHandlers } from './handlers/models';
 import { browseHandlers, labelledIndex } from './handlers/browse';
 import { labelsHandlers } from './handlers/labels';
 import { LabelService } from '../../app/labels';
-import { RunIndexService } from '../../app/sweeps/runIndex';
+import { RunIndexService } from '../../app/browse/runIndex';
 import { sweepsHandlers } from './handlers/sweeps';
 import { trainingHandlers } from './handlers/training';
 import { openWorkspaceSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';
@@ -137,7 +137,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     engines,
     imageOps,
     // Disposed in reverse: live demo runs stop first, then the engines and the image worker end.
-    disposers: [() => imageOps.close?.(), () => engines.dispose(), () => models.unload().then(() => undefined), () => demo.dispose(), () => training.dispose()],
+    // runIndex.flush: an index being written beside a run is finished, so the next start reads it instead of the samples.
+    disposers: [() => runIndex.flush(), () => imageOps.close?.(), () => engines.dispose(), () => models.unload().then(() => undefined), () => demo.dispose(), () => training.dispose()],
   };
 
   const handlers: Handlers = {
