@@ -61,12 +61,13 @@ export function electronBundle(name: 'main' | 'preload' | 'core'): string {
   return path.join(packageRoot(), 'dist', 'main', 'electron', `${name}.cjs`);
 }
 
-export type WorkerName = 'engine' | 'image' | 'pilResample';
+export type WorkerName = 'engine' | 'image' | 'pilResample' | 'devices';
 
 const WORKER_SOURCES: Record<WorkerName, string> = {
   engine: 'native/engine/worker.ts',
   image: 'native/image/imageWorker.ts',
   pilResample: 'native/image/pilResampleWorker.ts',
+  devices: 'native/engine/devicesWorker.ts',
 };
 
 /** Names of the worker bundles scripts/build-node.mjs writes, with the sources they start from. */

@@ -24,6 +24,7 @@ export const WORKERS = {
   engine: 'native/engine/worker.ts',
   image: 'native/image/imageWorker.ts',
   pilResample: 'native/image/pilResampleWorker.ts',
+  devices: 'native/engine/devicesWorker.ts',
 };
 
 const IMPORT_META_URL = '__loupe_import_meta_url';

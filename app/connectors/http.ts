@@ -36,7 +36,7 @@ export function httpRequest(req: HttpRequest): Promise<HttpResponse> {
     const r = mod.request(
       {
         method: req.method,
-        hostname: u.hostname,
+        hostname: u.hostname.replace(/^\[|\]$/g, ''), // a literal IPv6 address comes bracketed from URL
         port: u.port || (u.protocol === 'https:' ? 443 : 80),
         path: `${u.pathname}${u.search}`,
         headers,
@@ -64,17 +64,33 @@ export function httpRequest(req: HttpRequest): Promise<HttpResponse> {
         });
       },
     );
-    r.setTimeout(req.timeoutMs ?? 30_000, () => {
-      r.destroy(new ConnectorError('timeout', req.where, `no answer within ${req.timeoutMs ?? 30_000} ms`));
+    // Say which phase stopped: a connection never made (firewall, wrong address) or a server that never answered.
+    const limitMs = req.timeoutMs ?? 30_000;
+    const secs = `${+(limitMs / 1000).toFixed(1)} s`;
+    let connected = false;
+    // Our own clock for the connect phase: ClientRequest.setTimeout only starts once the socket has connected.
+    const connectTimer = setTimeout(() => {
+      if (!connected) r.destroy(new ConnectorError('timeout', req.where, `timed out after ${secs} connecting to ${u.origin} (nothing answered: a firewall, a wrong address, or the server is down)`));
+    }, limitMs);
+    const connectedNow = () => {
+      connected = true;
+      clearTimeout(connectTimer);
+    };
+    r.on('socket', (sock) => {
+      if (!sock.connecting) connectedNow();
+      else sock.once('connect', connectedNow);
     });
-    r.on('error', (e: Error & { code?: string }) => {
-      if (e instanceof ConnectorError) return reject(e);
-      const code = e.code ?? '';
-      if (['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)) {
-        return reject(new ConnectorError('unreachable', req.where, `cannot reach ${u.host} (${code}); check the address and that the server runs`));
-      }
-      if (code === 'ECONNRESET' || code === 'EPIPE') return reject(new ConnectorError('connection-lost', req.where, `connection reset (${code})`));
-      reject(new ConnectorError('unreachable', req.where, e.message));
+    r.on('close', () => clearTimeout(connectTimer));
+    r.setTimeout(limitMs, () => {
+      r.destroy(new ConnectorError('timeout', req.where, `connected to ${u.origin}, but it sent no answer within ${secs}`));
+    });
+    r.on('error', (err: Error & { code?: string; errors?: Array<Error & { code?: string }> }) => {
+      if (err instanceof ConnectorError) return reject(err);
+      // Node tries each address of a name in turn (autoSelectFamily); when all fail it throws an AggregateError whose
+      // own message is empty: the reasons are in .errors.
+      const e = err.errors?.[0] ?? err;
+      const code = err.code ?? e.code ?? '';
+      reject(networkError(req.where, u, code, e.message || err.message, secs));
     });
     if (req.body !== undefined) r.end(req.body);
     else r.end();
@@ -89,4 +105,34 @@ export function summarizeErrorBody(text: string): string {
     return (lines[lines.length - 1] ?? t).trim();
   }
   return t.length > 300 ? `${t.slice(0, 300)}…` : t;
+}
+
+/** A connection failure in words: refused, no such host, unreachable, timed out; never an empty reason. */
+export function networkError(where: string, u: URL, code: string, message: string, timeout: string): ConnectorError {
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  switch (code) {
+    case 'ECONNREFUSED':
+      return new ConnectorError('unreachable', where, `connection refused by ${u.host}: nothing listens on port ${u.port || (u.protocol === 'https:' ? 443 : 80)} there (is the server running, on that port?)`);
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NODATA':
+    case 'EAI_NONAME':
+      return new ConnectorError('unreachable', where, `cannot find the host "${host}" (DNS: ${code}); check the name in the URL`);
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return new ConnectorError('unreachable', where, `no network route to ${u.host} (${code}); check the address, VPN or SSH tunnel`);
+    case 'ETIMEDOUT':
+      return new ConnectorError('timeout', where, `timed out after ${timeout} connecting to ${u.origin} (nothing answered: a firewall, a wrong address, or the server is down)`);
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return new ConnectorError('connection-lost', where, `connection reset by ${u.host} (${code})`);
+    case 'CERT_HAS_EXPIRED':
+    case 'DEPTH_ZERO_SELF_SIGNED_CERT':
+    case 'SELF_SIGNED_CERT_IN_CHAIN':
+    case 'UNABLE_TO_VERIFY_LEAF_SIGNATURE':
+    case 'ERR_TLS_CERT_ALTNAME_INVALID':
+      return new ConnectorError('unreachable', where, `the TLS certificate of ${u.host} is not trusted (${code})`);
+    default:
+      return new ConnectorError('unreachable', where, `cannot reach ${u.origin}: ${message.trim() || code || 'the connection failed with no reason given'}`);
+  }
 }

@@ -10,7 +10,7 @@ import { browseCalls } from './domains/browse';
 import { labelsCalls, labelsEvents } from './domains/labels';
 import { sweepsCalls, sweepsEvents } from './domains/sweeps';
 import { trainingCalls, trainingEvents } from './domains/training';
-import { modelsCalls } from './domains/models';
+import { DeviceIdSchema, modelsCalls } from './domains/models';
 
 export * from './trajectory';
 export * from './domains/demo';
@@ -40,6 +40,12 @@ export const SettingsSchema = z.object({
   annotator: z.string().default(''),
   /** Show developer diagnostics (the Demo's long-task count); off for talks and everyday use. */
   developer: z.boolean().default(false),
+  /** The model the Demo and a new evaluation start on (a registered name, see `models:list`). */
+  defaultModel: z.string().min(1).max(200).default('loupe-tiny'),
+  /** The device local models load on (the Demo, the Models page's Load, UI sweeps); see `models:devices`. */
+  device: DeviceIdSchema.default('cpu'),
+  /** ONNX Runtime intra-op threads for local models; 0 = automatic. */
+  threads: z.number().int().min(0).max(256).default(0),
 });
 export type Settings = z.infer<typeof SettingsSchema>;
 
@@ -63,6 +69,11 @@ const appCalls = {
   'app:info': { req: Empty, res: AppInfoSchema },
   'settings:get': { req: Empty, res: SettingsSchema },
   'settings:set': { req: SettingsSchema.partial().strict(), res: SettingsSchema },
+  /**
+   * The workspace the app opens at its next start (a per-user setting outside any workspace): the folder is created
+   * when missing and must be writable. `LOUPE_WORKSPACE` or `--workspace` still win over it.
+   */
+  'settings:workspace': { req: z.object({ path: z.string().max(4096) }).strict(), res: z.object({ current: z.string(), next: z.string(), restartNeeded: z.boolean() }) },
   'engine:state': { req: Empty, res: EngineStateSchema },
 } as const;
 

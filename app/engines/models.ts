@@ -40,6 +40,8 @@ export interface ModelServiceOptions {
   /** The package root, where the bundled models are. */
   packageRoot: string;
   engines: EngineManager;
+  /** ONNX Runtime threads for the next load (the Settings page's; 0 or absent = automatic). */
+  threads?: () => Promise<number | undefined>;
 }
 
 export class ModelService {
@@ -109,10 +111,11 @@ export class ModelService {
     await previous?.handle.release();
     const started = Date.now();
     const p = (async () => {
-      const handle = await this.o.engines.acquire({ modelDir: entry.path, device, ...(dtype ? { dtype } : {}), label: entry.name });
+      const threads = (await this.o.threads?.()) || undefined;
+      const handle = await this.o.engines.acquire({ modelDir: entry.path, device, ...(dtype ? { dtype } : {}), ...(threads ? { threads } : {}), label: entry.name });
       const info = handle.info;
       const dt = typeof info.dtype === 'string' ? info.dtype : info.dtype ? JSON.stringify(info.dtype) : (dtype ?? null);
-      const result: LoadedModel = { id, requestedDevice: device, device: info.device ?? null, dtype: dt, ...(info.fallbackReason ? { fallbackReason: info.fallbackReason } : {}), loadMs: Date.now() - started };
+      const result: LoadedModel = { id, requestedDevice: device, device: info.device ?? null, dtype: dt, ...(info.fallbackReason ? { fallbackReason: info.fallbackReason } : {}), ...(info.fallbackDetails ? { fallbackDetails: info.fallbackDetails } : {}), loadMs: Date.now() - started };
       this.loaded = { handle, info: result };
       return result;
     })();

@@ -57,6 +57,8 @@ export interface EngineInfo {
   /** Additive: the device that was asked for, when it differs from `device` (a fallback happened), and why. */
   requestedDevice?: string;
   fallbackReason?: string;
+  /** Additive: the provider's raw error behind `fallbackReason` (for a "details" disclosure; can be long). */
+  fallbackDetails?: string;
   /** Additive: the dtype(s) loaded (local engines). */
   dtype?: EngineDtypeSpec;
   /** Additive: ONNX Runtime intra-op threads per session (local engines); 0 = ONNX Runtime's default. */

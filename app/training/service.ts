@@ -352,6 +352,13 @@ export function createTrainingService(o: TrainingServiceOptions) {
       for (const c of await readConfigs()) if (secretRefs(c).includes(name)) await dropConnector(c.name);
       return listConnectors();
     },
+    /** Forget a secret (connectors that name it fail their next use with "not in the secret store"). */
+    secretDelete: async ({ name }: { name: string }) => {
+      const removed = await secrets.delete(name);
+      if (!removed) throw new Error(`no secret named ${JSON.stringify(name)} is stored`);
+      for (const c of await readConfigs()) if (secretRefs(c).includes(name)) await dropConnector(c.name);
+      return listConnectors();
+    },
     submit: async ({ templateId, params, connector, name, secretEnv, cwd }: { templateId: string; params: unknown; connector: string; name?: string | undefined; secretEnv?: Record<string, string> | undefined; cwd?: string | undefined }) => {
       const t = findTemplate(templateId);
       const r = buildForm(templateId, params);

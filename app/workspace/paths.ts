@@ -2,6 +2,7 @@
  * Where a workspace lives and how it is laid out on disk (DESIGN §4). Files are the truth: other
  * tools must be able to read these folders without Loupe.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -51,6 +52,9 @@ export function defaultWorkspaceDir(opts: DefaultDirOptions = {}): string {
   const home = opts.home ?? os.homedir();
   const override = env['LOUPE_WORKSPACE'];
   if (override && override.trim() !== '') return path.resolve(override);
+  // The folder chosen on the Settings page (settings:workspace), kept in the per-user config folder.
+  const chosen = readWorkspaceChoice(defaultConfigDir(opts));
+  if (chosen) return chosen;
   if (platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'Loupe');
   if (platform === 'win32') {
     const appData = env['APPDATA'] ?? path.join(home, 'AppData', 'Roaming');
@@ -77,4 +81,59 @@ export function defaultConfigDir(opts: DefaultDirOptions = {}): string {
   if (platform === 'win32') return path.win32.join(env['APPDATA'] ?? path.join(home, 'AppData', 'Roaming'), 'Loupe', 'config');
   const xdg = env['XDG_CONFIG_HOME'];
   return path.join(xdg && path.isAbsolute(xdg) ? xdg : path.join(home, '.config'), 'loupe');
+}
+
+/** The per-user file that names the workspace chosen on the Settings page. */
+export const WORKSPACE_CHOICE_FILE = 'workspace.json';
+
+/** The chosen workspace, or null (no file, or one that does not hold an absolute path: reported, then ignored). */
+export function readWorkspaceChoice(configDir: string): string | null {
+  const file = path.join(configDir, WORKSPACE_CHOICE_FILE);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+  try {
+    const dir = (JSON.parse(text) as { workspace?: unknown }).workspace;
+    if (typeof dir === 'string' && path.isAbsolute(dir) && !dir.includes('\0')) return dir;
+  } catch {
+    // reported below
+  }
+  process.stderr.write(`warning: ${file} does not name an absolute workspace folder ({"workspace": "/path"}); using the default\n`);
+  return null;
+}
+
+/**
+ * Choose the workspace the app opens at its next start. The folder is created when missing and must be a writable
+ * folder; an empty path forgets the choice (back to the platform default). Returns the folder that will open.
+ */
+export async function chooseWorkspace(configDir: string, dir: string, opts: DefaultDirOptions = {}): Promise<string> {
+  const file = path.join(configDir, WORKSPACE_CHOICE_FILE);
+  const trimmed = dir.trim();
+  if (trimmed === '') {
+    await fs.promises.rm(file, { force: true });
+    return defaultWorkspaceDir({ ...opts, env: { ...(opts.env ?? process.env), LOUPE_WORKSPACE: '' } });
+  }
+  if (trimmed.includes('\0') || /[\r\n]/.test(trimmed)) throw new Error('the workspace folder name holds a control character');
+  if (!path.isAbsolute(trimmed)) throw new Error(`the workspace must be an absolute folder path (got ${JSON.stringify(trimmed)})`);
+  const abs = path.resolve(trimmed);
+  try {
+    await fs.promises.mkdir(abs, { recursive: true });
+  } catch (err) {
+    throw new Error(`cannot create the workspace folder ${abs}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const st = await fs.promises.stat(abs);
+  if (!st.isDirectory()) throw new Error(`${abs} is a file, not a folder`);
+  try {
+    await fs.promises.access(abs, fs.constants.W_OK);
+  } catch {
+    throw new Error(`the workspace folder ${abs} is not writable`);
+  }
+  await fs.promises.mkdir(configDir, { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.promises.writeFile(tmp, JSON.stringify({ workspace: abs }, null, 2) + '\n');
+  await fs.promises.rename(tmp, file);
+  return abs;
 }

@@ -1,4 +1,4 @@
-import type { EngineState, EventName, EventPayload } from '../../app/contract';
+import type { EngineState, EventName, EventPayload, Settings } from '../../app/contract';
 import type { SecretStore, SecretStoreInfo } from '../../app/connectors/secrets';
 import type { EngineManager } from '../../app/engines/manager';
 import type { ImageOps } from '../../app/tools/imageOps';
@@ -15,6 +15,8 @@ export interface CoreContext {
   secrets: SecretStore;
   /** Which secret store is in use, for the UI. */
   secretStore: SecretStoreInfo;
+  /** The user's settings (settings.json): defaults for device, threads, model. */
+  settings(): Promise<Settings>;
   /** The workspace's stores (runs, media). */
   ws: Workspace;
   /** The one owner of local engines: the Demo, sweeps and serve-model share a loaded model through it. */

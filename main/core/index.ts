@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import { APP_VERSION } from '../../app/version';
 import { dispatch, type Handlers, type Reply } from '../../app/contract/dispatch';
 import { SettingsSchema, events, type EngineState, type EventName, type EventPayload, type Settings } from '../../app/contract';
-import { defaultWorkspaceDir, readSettings as readSettingsFile, writeSettings as writeSettingsFile } from '../../app/workspace';
+import { chooseWorkspace, defaultConfigDir, defaultWorkspaceDir, readSettings as readSettingsFile, writeSettings as writeSettingsFile } from '../../app/workspace';
 import { demoHandlers } from './handlers/demo';
 import { modelsHandlers } from './handlers/models';
 import { browseHandlers, labelledIndex } from './handlers/browse';
@@ -28,6 +28,7 @@ import { createDemoService } from '../../app/demo/service';
 import { startPySandbox } from '../../native/pysandbox';
 import { SharpAnimationRenderer, toJpeg } from '../../native/image/animation';
 import { createEngineManager, imageOpsFor } from './wiring';
+import { detectDevices } from '../../native/engine/devices';
 import { repoRoot } from './repoRoot';
 import { modelsPath, resourcesRoot } from '../../app/paths';
 
@@ -100,7 +101,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   });
   const imageOps = await imageOpsFor(ws.media, 'worker');
   // The bundled models sit in models/ under the package root in a clone, under resources/ when packaged (app/paths.ts).
-  const models = new ModelService({ registryDir: workspace, packageRoot: resourcesRoot(), engines });
+  const models = new ModelService({ registryDir: workspace, packageRoot: resourcesRoot(), engines, threads: async () => (await readSettings()).threads });
   const demo = createDemoService({
     workspace,
     media: ws.media,
@@ -133,6 +134,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     getEngineState: () => engineState,
     secrets: secretStore.store,
     secretStore: secretStore.info,
+    settings: readSettings,
     ws,
     engines,
     imageOps,
@@ -159,9 +161,13 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       emit('settings:changed', next);
       return next;
     },
+    'settings:workspace': async ({ path: dir }) => {
+      const next = await chooseWorkspace(opts.configDir ?? defaultConfigDir(), dir);
+      return { current: workspace, next, restartNeeded: path.resolve(next) !== workspace };
+    },
     'engine:state': () => engineState,
     ...demoHandlers(demo),
-    ...modelsHandlers(models),
+    ...modelsHandlers(models, detectDevices),
     ...browseHandlers(ctx, { runIndex, withLabels }),
     ...labelsHandlers(labels, withLabels, emit),
     ...sweepsHandlers(ctx),

@@ -18,6 +18,7 @@ import type { EngineDevice, EngineDtype, EngineDtypeSpec, EngineImage, EngineInf
 import { SMALL_MODEL_BYTES } from '../../app/engines/local/protocol';
 import type { LoadOptions, WireGenerateRequest } from '../../app/engines/local/protocol';
 import { EngineError } from '../../app/engines/errors';
+import { explainDeviceError } from './deviceErrors';
 import {
   collectImages,
   expandImagePads,
@@ -208,11 +209,14 @@ export class QwenVLRuntime {
     let model: QwenModel;
     let device = requested;
     let fallbackReason: string | undefined;
+    let fallbackDetails: string | undefined;
     try {
       model = await tryLoad(requested);
     } catch (e) {
       if (requested === 'cpu') throw new EngineError('load', `${dir}: could not load the ONNX model: ${(e as Error).message}`, { cause: e });
-      fallbackReason = `device '${requested}' failed: ${(e as Error).message.split('\n')[0]}`;
+      // One line for people (the Models table, the status bar, the CLI's warning); onnxruntime's text kept apart.
+      fallbackDetails = (e as Error).message.trim();
+      fallbackReason = `device '${requested}' unavailable: ${explainDeviceError(requested, fallbackDetails)}`;
       device = 'cpu';
       try {
         model = await tryLoad('cpu');
@@ -232,7 +236,7 @@ export class QwenVLRuntime {
       device,
       dtype,
       threads,
-      ...(fallbackReason ? { requestedDevice: requested, fallbackReason } : {}),
+      ...(fallbackReason ? { requestedDevice: requested, fallbackReason, ...(fallbackDetails ? { fallbackDetails } : {}) } : {}),
     };
     const rt = new QwenVLRuntime(processor, model, info, opts.kvCache ?? true, eos);
     await rt.tableEmbeddings(model.config.text_config?.vocab_size);

@@ -102,4 +102,65 @@ describe('Demo at a talk', () => {
     await page.getByTestId('run-status').filter({ hasText: /done|error/ }).waitFor({ timeout: 60_000 });
     expect(errors).toEqual([]);
   });
+
+  it('step mode at 1024×768: the trajectory above the fold, the footer whole, big handles outside a small box, keyboard nudging', async () => {
+    const { page, errors } = await newPage(browser, { width: 1024, height: 768 });
+    await page.goto(`${app.openUrl}#/demo`);
+    await page.getByTestId('example-synth-9-00028').click();
+    await page.getByTestId('step-mode').check();
+    await page.getByTestId('run').click();
+    const box = page.getByTestId('edit-box');
+    await box.waitFor({ timeout: 120_000 });
+    // Above the fold: the image with the box to edit, and the footer is on screen, not cut.
+    const viewer = (await page.getByTestId('image-viewer').first().boundingBox())!;
+    expect(viewer.y).toBeLessThan(400);
+    expect(viewer.y + viewer.height).toBeLessThanOrEqual(768);
+    const bar = (await page.getByTestId('statusbar').boundingBox())!;
+    expect(bar.y + bar.height).toBeLessThanOrEqual(768);
+    expect(await page.getByTestId('statusbar').evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+    expect(await page.evaluate(() => document.scrollingElement!.scrollWidth <= window.innerWidth)).toBe(true);
+    // Handles: at least 24 px to hit; on this small box they sit outside it and leave it free.
+    const b = (await box.boundingBox())!;
+    expect(Math.min(b.width, b.height)).toBeLessThan(84);
+    for (const h of ['nw', 'ne', 'sw', 'se']) {
+      const r = (await page.getByTestId(`edit-handle-${h}`).boundingBox())!;
+      expect(Math.min(r.width, r.height)).toBeGreaterThanOrEqual(24);
+      const overlapX = Math.max(0, Math.min(r.x + r.width, b.x + b.width) - Math.max(r.x, b.x));
+      const overlapY = Math.max(0, Math.min(r.y + r.height, b.y + b.height) - Math.max(r.y, b.y));
+      expect(overlapX * overlapY).toBe(0);
+    }
+    // Keyboard: the box has the focus; arrows move it, Shift+arrows resize it; the hint says so.
+    await expect(page.getByTestId('edit-hint').textContent()).resolves.toMatch(/move · Shift\+arrows resize/);
+    await expect(box.evaluate((el) => el === document.activeElement)).resolves.toBe(true);
+    const style = () => box.evaluate((el) => ({ left: parseFloat((el as HTMLElement).style.left), top: parseFloat((el as HTMLElement).style.top), width: parseFloat((el as HTMLElement).style.width), height: parseFloat((el as HTMLElement).style.height) }));
+    const s0 = await style();
+    await page.keyboard.press('ArrowLeft');
+    await page.keyboard.press('ArrowLeft');
+    await page.keyboard.press('ArrowUp');
+    const s1 = await style();
+    expect(s1.left).toBeCloseTo(s0.left - 2, 3);
+    expect(s1.top).toBeCloseTo(s0.top - 1, 3);
+    expect(s1.width).toBeCloseTo(s0.width, 3);
+    await page.keyboard.press('Shift+ArrowRight');
+    await page.keyboard.press('Shift+ArrowDown');
+    const s2 = await style();
+    expect(s2.left).toBeCloseTo(s1.left, 3);
+    expect(s2.width).toBeCloseTo(s1.width + 1, 3);
+    expect(s2.height).toBeCloseTo(s1.height + 1, 3);
+    await screenshot(page, 'talk-step-1024');
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await screenshot(page, 'talk-step-1920');
+    // 4K at 100 %: the same layout at twice the size, no tiny text, the footer still whole.
+    await page.setViewportSize({ width: 3840, height: 2160 });
+    const px = await page.getByTestId('question').evaluate((el) => parseFloat(getComputedStyle(el).fontSize) * parseFloat(getComputedStyle(document.documentElement).zoom || '1'));
+    expect(px).toBeGreaterThanOrEqual(28);
+    const bar4k = (await page.getByTestId('statusbar').boundingBox())!;
+    expect(bar4k.y + bar4k.height).toBeLessThanOrEqual(2160);
+    expect(bar4k.y).toBeGreaterThan(2000);
+    await screenshot(page, 'talk-step-3840');
+    // The edited box is what the call runs on.
+    await page.getByTestId('continue-stop').click();
+    await page.getByTestId('run-status').filter({ hasText: /done|error/ }).waitFor({ timeout: 60_000 });
+    expect(errors).toEqual([]);
+  }, 300_000);
 });

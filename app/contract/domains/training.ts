@@ -68,8 +68,17 @@ export const RenderResultSchema = z.discriminatedUnion('ok', [
 ]);
 export type RenderResult = z.infer<typeof RenderResultSchema>;
 
-const ConnName = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'connector names use 1-64 letters, digits, ".", "_" and "-"');
-const SecretName = z.string().regex(/^[A-Za-z0-9._:/@-]{1,200}$/, 'secret names use 1-200 letters, digits and . _ : / @ -');
+/**
+ * Text fields of connector forms say what is wrong in words (`host is required`), never zod's own text
+ * (`Invalid input: expected string, received undefined`): the messages go next to the field as they are.
+ */
+const text = (what: string) => z.string({ error: (iss) => (iss.input === undefined || iss.input === null ? `${what} is required` : `${what} must be text`) });
+const requiredText = (what: string) => text(what).min(1, `${what} is required`);
+const url = (what: string, example: string) =>
+  z.url({ protocol: /^https?$/, error: (iss) => (iss.input === undefined || iss.input === '' ? `${what} is required` : `${what} must be a URL such as ${example}`) });
+const secretName = (what: string) => text(what).min(1, `${what} is required`).regex(/^[A-Za-z0-9._:/@-]{1,200}$/, `${what}: use 1-200 letters, digits and . _ : / @ -`);
+const ConnName = text('name').min(1, 'name is required').regex(/^[A-Za-z0-9._-]{1,64}$/, 'connector names use 1-64 letters, digits, ".", "_" and "-"');
+const SecretName = secretName('secret name');
 const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names use letters, digits and _, not starting with a digit');
 /** Job secrets: environment variable → secret-store name (values never cross the contract or enter job records). */
 const SecretEnvSchema = z.record(EnvName, SecretName);
@@ -90,12 +99,11 @@ export type SecretStoreInfo = z.infer<typeof SecretStoreInfoSchema>;
  * names, so the log would not be where Loupe looks).
  */
 export const clusterDirSchema = (what: string) =>
-  z
-    .string()
+  requiredText(what)
     .regex(/^\//, `${what} must be an absolute path on the cluster`)
     .regex(/^[^\s\u0000-\u001f\u007f%]*$/, `${what} must be one word: no spaces, line breaks, control characters or %`);
 /** A Slurm partition, or a comma-separated list of them (`#SBATCH --partition=` takes one word). */
-export const SlurmPartitionSchema = z.string().regex(/^[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*$/, 'a partition name (letters, digits, . _ -; several separated by commas)');
+export const SlurmPartitionSchema = text('partition').regex(/^[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*$/, 'a partition name (letters, digits, . _ -; several separated by commas)');
 
 /**
  * Remote connector settings. Secrets are referenced by name, never included. (`local` is built in.) The one schema
@@ -105,25 +113,25 @@ export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('slurm-ssh'),
     name: ConnName,
-    host: z.string().min(1, 'host is required'),
-    port: z.number().int().min(1).max(65535).default(22),
-    user: z.string().min(1, 'user is required'),
+    host: requiredText('host'),
+    port: z.number({ error: 'port must be a whole number from 1 to 65535' }).int('port must be a whole number from 1 to 65535').min(1, 'port must be from 1 to 65535').max(65535, 'port must be from 1 to 65535').default(22),
+    user: requiredText('user'),
     /** Secret holding the private key text. */
-    keySecret: SecretName,
-    passphraseSecret: SecretName.optional(),
+    keySecret: secretName('key secret name'),
+    passphraseSecret: secretName('passphrase secret name').optional(),
     /** known_hosts line(s) for the host (public data). */
-    knownHosts: z.string().min(1, 'paste the host line from known_hosts (ssh-keyscan -p PORT HOST)'),
-    remoteDir: clusterDirSchema('remoteDir'),
+    knownHosts: text('known_hosts line').min(1, 'paste the host line from known_hosts (ssh-keyscan -p PORT HOST)'),
+    remoteDir: clusterDirSchema('remote job folder'),
     slurmConf: z.string().optional(),
     partition: SlurmPartitionSchema.optional(),
   }),
   z.object({
     kind: z.literal('slurmrestd'),
     name: ConnName,
-    baseUrl: z.url(),
-    user: z.string().min(1, 'user is required'),
-    tokenSecret: SecretName,
-    outputDir: clusterDirSchema('outputDir'),
+    baseUrl: url('slurmrestd URL', 'http://head:6820'),
+    user: requiredText('user'),
+    tokenSecret: secretName('JWT secret name'),
+    outputDir: clusterDirSchema('output folder'),
     partition: SlurmPartitionSchema.optional(),
     /** slurmrestd API version to speak (e.g. `v0.0.40`; default: the newest the server offers). */
     apiVersion: z.string().regex(/^v0\.0\.\d+$/, 'apiVersion looks like v0.0.40').optional(),
@@ -131,8 +139,8 @@ export const RemoteConnectorConfigSchema = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('ray'),
     name: ConnName,
-    baseUrl: z.url(),
-    tokenSecret: SecretName.optional(),
+    baseUrl: url('Ray dashboard URL', 'http://head:8265'),
+    tokenSecret: secretName('token secret name').optional(),
     followMode: z.enum(['ws', 'poll']).default('ws'),
   }),
 ]);
@@ -223,6 +231,8 @@ export const trainingCalls = {
   'training:connectorProbe': { req: z.object({ name: z.string() }), res: z.object({ ok: z.boolean(), message: z.string() }) },
   /** Store a secret (encrypted); the value never comes back through the contract. */
   'training:secretSet': { req: z.object({ name: SecretName, value: z.string().min(1, 'the secret is empty') }), res: ConnectorListSchema },
+  /** Remove a stored secret by name (the one secret store; the Settings page's Keys). */
+  'training:secretDelete': { req: z.object({ name: SecretName }), res: ConnectorListSchema },
   'training:submit': {
     req: z.object({
       templateId: z.string(),

@@ -29,6 +29,7 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
         settings: { dialect: [req.dialect], prompt: req.dialect === 'pyvision' || req.dialect === 'pyvision-rl' ? ['vcot'] : req.prompts, ...(req.limit !== undefined ? { limit: req.limit } : {}), ...(req.maxTokens !== undefined ? { maxTokensPerTurn: req.maxTokens } : {}) },
         ...(req.name ? { name: req.name } : {}),
       });
+      const prefs = await ctx.settings();
       const ctrl = new AbortController();
       for (const r of runs) {
         const progress: SweepProgress = { runId: r.id, name: r.name, state: 'starting', done: 0, total: 0, correct: 0, samplesPerSec: null, etaMs: null };
@@ -46,7 +47,8 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
         store: ws.runs,
         imageOps: ctx.imageOps,
         // Local models come from the core's engine manager: a model the Demo holds is shared, not loaded again.
-        engines: engineFactory({ manager: ctx.engines, ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
+        // Local models load on the Settings page's device and threads.
+        engines: engineFactory({ manager: ctx.engines, device: prefs.device, ...(prefs.threads ? { threads: prefs.threads } : {}), ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
         signal: ctrl.signal,
         // PyVision runs: each sample's code in its own sandbox process (refused before anything is written where none can start).
         codeSandbox: await codeSandboxFactory(),

@@ -12,6 +12,7 @@ export function trainingHandlers(training: TrainingService): DomainHandlers<type
     'training:connectorDelete': (req) => training.connectorDelete(req),
     'training:connectorProbe': (req) => training.connectorProbe(req),
     'training:secretSet': (req) => training.secretSet(req),
+    'training:secretDelete': (req) => training.secretDelete(req),
     'training:submit': (req) => training.submit(req),
     'training:jobs': () => training.jobs(),
     'training:open': (req) => training.open(req),

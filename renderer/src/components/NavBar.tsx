@@ -23,7 +23,7 @@ export function NavBar() {
           <li key={p}>
             <button type="button" className={p === page ? 'nav-item active' : 'nav-item'} aria-current={p === page ? 'page' : undefined} title={LABELS[p].hint} onClick={() => navigate(p)} data-testid={`nav-${p}`}>
               <span className="nav-icon" aria-hidden>{LABELS[p].icon}</span>
-              {LABELS[p].label}
+              <span className="nav-label">{LABELS[p].label}</span>
             </button>
           </li>
         ))}

@@ -11,11 +11,11 @@ export function StatusBar() {
       <span className={connected ? 'dot dot-ok' : 'dot dot-bad'} title={connected ? 'connected to the core' : 'not connected'} />
       <span data-testid="status-version">Loupe {info ? `v${info.version}` : '…'}</span>
       <span className="sep">|</span>
-      <span data-testid="status-engine">engine: {engineText}</span>
+      <span className="status-engine" data-testid="status-engine" title={engineText}>engine: {engineText}</span>
       <span className="sep">|</span>
       <span className="status-workspace" data-testid="status-workspace" title={info?.workspace}>workspace: {info?.workspace ?? '…'}</span>
       <span className="grow" />
-      <span>{info ? `${info.transport === 'electron' ? 'desktop' : 'browser mode'} · ${info.platform}` : ''}</span>
+      <span className="status-door">{info ? `${info.transport === 'electron' ? 'desktop' : 'browser mode'} · ${info.platform}` : ''}</span>
     </footer>
   );
 }

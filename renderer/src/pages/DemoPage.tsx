@@ -61,55 +61,63 @@ export function DemoPage() {
           </>
         }
       />
-      <div className="demo-setup card">
-        <MediaPicker />
-        <div className="demo-ask">
-          <textarea className="input demo-question" rows={2} placeholder="Ask a question about the image…" value={question} onChange={(e) => setField('question', e.target.value)} data-testid="question" />
-          <EnginePicker />
-          <div className="demo-row">
-            <button type="button" className="btn btn-primary" disabled={busy || !question.trim() || mediaCount === 0} onClick={() => void run()} data-testid="run">Run</button>
-            <button type="button" className="btn" disabled={!busy} onClick={() => void stop()} data-testid="stop">Stop</button>
-            <span className="muted" data-testid="run-status">{status === 'idle' ? '' : status}</span>
-            {branch?.replay ? <span className="demo-replay-badge" title={branch.engineLabel}>REPLAY</span> : null}
-            {branch?.engineLabel ? <span className="muted demo-engine-label">{branch.engineLabel}</span> : null}
-            <span className="grow" />
-            {developer && (longTasks.length || status === 'done') ? (
-              <span className="muted" data-testid="long-tasks" title={longTasks.join(', ')}>long tasks: {longTasks.length}{longTasks.length ? ` (max ${Math.max(...longTasks)} ms)` : ''}</span>
-            ) : null}
+      {/* Talk layout: the setup in a side column that scrolls on its own, the trajectory beside it and above the fold. */}
+      <div className="demo-layout">
+        <div className="demo-setup demo-side card" data-testid="demo-setup">
+          <MediaPicker />
+          <div className="demo-ask">
+            <textarea className="input demo-question" rows={2} placeholder="Ask a question about the image…" value={question} onChange={(e) => setField('question', e.target.value)} data-testid="question" />
+            <EnginePicker />
+            <div className="demo-row">
+              <button type="button" className="btn btn-primary" disabled={busy || !question.trim() || mediaCount === 0} onClick={() => void run()} data-testid="run">Run</button>
+              <button type="button" className="btn" disabled={!busy} onClick={() => void stop()} data-testid="stop">Stop</button>
+              <span className="muted" data-testid="run-status">{status === 'idle' ? '' : status}</span>
+              {branch?.replay ? <span className="demo-replay-badge" title={branch.engineLabel}>REPLAY</span> : null}
+              {branch?.engineLabel ? <span className="muted demo-engine-label">{branch.engineLabel}</span> : null}
+              <span className="grow" />
+              {developer && (longTasks.length || status === 'done') ? (
+                <span className="muted" data-testid="long-tasks" title={longTasks.join(', ')}>long tasks: {longTasks.length}{longTasks.length ? ` (max ${Math.max(...longTasks)} ms)` : ''}</span>
+              ) : null}
+            </div>
           </div>
         </div>
-      </div>
-      {errors.map((e, i) => (
-        <div key={i} className="banner banner-error demo-banner" role="alert" data-testid="demo-error">{e}</div>
-      ))}
-      <PausePanel />
-      {branches.length > 1 ? (
-        <div className="demo-row" data-testid="branch-tabs">
-          <span className="muted">Branches:</span>
-          {branches.map((b) => {
-            const [id, label] = b.split(':') as [string, string];
-            return (
-              <button type="button" key={id} className={id === activeBranch ? 'seg active' : 'seg'} onClick={() => setField('activeBranch', id)} data-testid={`branch-${id}`}>
-                {label}
-              </button>
-            );
-          })}
-          <button type="button" className="btn btn-sm" onClick={() => setComparing((c) => !c)} data-testid="compare-branches">{comparing ? 'Hide comparison' : 'Compare side by side'}</button>
-        </div>
-      ) : null}
-      {comparing && branches.length > 1 ? <BranchCompare onClose={() => setComparing(false)} /> : null}
-      {t && (t.media.length > 0 || t.turns.length > 0) && !comparing ? (
-        <>
-          {t.finalText !== undefined ? (
-            <div className="demo-answer" data-testid="answer">
-              <span className="demo-answer-label">Answer</span> <AnswerText text={t.finalText} />
-              <code className="demo-answer-raw muted" data-testid="answer-raw">{t.finalText.trim()}</code>
+        <div className="demo-main" data-testid="demo-main">
+          {errors.map((e, i) => (
+            <div key={i} className="banner banner-error demo-banner" role="alert" data-testid="demo-error">{e}</div>
+          ))}
+          <PausePanel />
+          {branches.length > 1 ? (
+            <div className="demo-row" data-testid="branch-tabs">
+              <span className="muted">Branches:</span>
+              {branches.map((b) => {
+                const [id, label] = b.split(':') as [string, string];
+                return (
+                  <button type="button" key={id} className={id === activeBranch ? 'seg active' : 'seg'} onClick={() => setField('activeBranch', id)} data-testid={`branch-${id}`}>
+                    {label}
+                  </button>
+                );
+              })}
+              <button type="button" className="btn btn-sm" onClick={() => setComparing((c) => !c)} data-testid="compare-branches">{comparing ? 'Hide comparison' : 'Compare side by side'}</button>
             </div>
           ) : null}
-          <TrajectoryView trajectory={t} mediaUrl={mediaUrl} activeStep={activeStep} onStepChange={setActiveStep} streaming={branch?.streaming ?? null} paused={status === 'paused'} edit={edit} />
-          {status === 'done' || status === 'error' ? <ExportBar /> : null}
-        </>
-      ) : null}
+          {comparing && branches.length > 1 ? <BranchCompare onClose={() => setComparing(false)} /> : null}
+          {t && (t.media.length > 0 || t.turns.length > 0) && !comparing ? (
+            <>
+              {t.finalText !== undefined ? (
+                <div className="demo-answer" data-testid="answer">
+                  <span className="demo-answer-label">Answer</span> <AnswerText text={t.finalText} />
+                  <code className="demo-answer-raw muted" data-testid="answer-raw">{t.finalText.trim()}</code>
+                </div>
+              ) : null}
+              <TrajectoryView trajectory={t} mediaUrl={mediaUrl} activeStep={activeStep} onStepChange={setActiveStep} streaming={branch?.streaming ?? null} paused={status === 'paused'} edit={edit} />
+              {status === 'done' || status === 'error' ? <ExportBar /> : null}
+            </>
+          ) : null}
+          {!t || (t.media.length === 0 && t.turns.length === 0) ? (
+            <div className="demo-placeholder muted" data-testid="demo-placeholder">Pick an example or an image, ask a question, and press Run: the model's steps appear here.</div>
+          ) : null}
+        </div>
+      </div>
       {presenting && t ? <PresentationMode trajectory={t} mediaUrl={mediaUrl} onClose={() => setPresenting(false)} /> : null}
     </section>
   );

@@ -1,8 +1,11 @@
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { PageHeader } from '../components/PageHeader';
-import { useModelsStore, type Device } from '../stores/useModelsStore';
+import { useModelsStore } from '../stores/useModelsStore';
 import { useAppStore } from '../stores/useAppStore';
+import { DevicePicker } from '../components/models/DevicePicker';
+import { DeviceList } from '../components/models/DeviceList';
+import { ErrorLine } from '../components/ErrorLine';
 
 function size(bytes: number | undefined): string {
   if (bytes === undefined) return '—';
@@ -11,11 +14,9 @@ function size(bytes: number | undefined): string {
   return `${(bytes / 1e3).toFixed(0)} KB`;
 }
 
-const DEVICES: Device[] = ['cpu', 'cuda', 'webgpu', 'dml', 'coreml'];
-
 export function ModelsPage() {
-  const s = useModelsStore(useShallow((x) => ({ models: x.models, loaded: x.loaded, busy: x.busy, error: x.error, report: x.report, device: x.device })));
-  const { load, validate, add, remove, loadModel, unload, setDevice } = useModelsStore(useShallow((x) => ({ load: x.load, validate: x.validate, add: x.add, remove: x.remove, loadModel: x.loadModel, unload: x.unload, setDevice: x.setDevice })));
+  const s = useModelsStore(useShallow((x) => ({ models: x.models, loaded: x.loaded, busy: x.busy, error: x.error, report: x.report })));
+  const { load, validate, add, remove, loadModel, unload } = useModelsStore(useShallow((x) => ({ load: x.load, validate: x.validate, add: x.add, remove: x.remove, loadModel: x.loadModel, unload: x.unload })));
   const engine = useAppStore((x) => x.engine);
   const [folder, setFolder] = useState('');
   useEffect(() => {
@@ -65,15 +66,11 @@ export function ModelsPage() {
           </div>
         ) : null}
       </div>
-      {s.error ? <div className="banner banner-error demo-banner" role="alert" data-testid="models-error">{s.error}</div> : null}
+      {s.error ? <ErrorLine className="banner banner-error demo-banner" text={s.error} testId="models-error" /> : null}
       <div className="card">
         <div className="demo-row">
           <h3 className="grow">Models</h3>
-          <label className="muted">Device{' '}
-            <select className="input" value={s.device} onChange={(e) => setDevice(e.target.value as Device)} data-testid="model-device">
-              {DEVICES.map((d) => <option key={d} value={d}>{d}</option>)}
-            </select>
-          </label>
+          <DevicePicker testId="model-device" />
         </div>
         <table className="table" data-testid="models-table">
           <thead>
@@ -91,7 +88,7 @@ export function ModelsPage() {
                   <td className="num">{size(m.memoryEstimateBytes)}</td>
                   <td data-testid={`model-state-${m.id}`}>
                     {isLoaded ? `loaded · asked ${s.loaded!.requestedDevice}, running on ${s.loaded!.device ?? '?'}${s.loaded!.dtype ? ` · ${s.loaded!.dtype}` : ''} · ${s.loaded!.loadMs} ms` : s.busy === `load:${m.id}` ? 'loading…' : '—'}
-                    {isLoaded && s.loaded!.fallbackReason ? <div className="demo-error">{s.loaded!.fallbackReason}</div> : null}
+                    {isLoaded && s.loaded!.fallbackReason ? <ErrorLine className="demo-error" text={s.loaded!.fallbackReason} details={s.loaded!.fallbackDetails} testId={`model-fallback-${m.id}`} /> : null}
                   </td>
                   <td className="models-actions">
                     {isLoaded ? (
@@ -106,7 +103,11 @@ export function ModelsPage() {
             })}
           </tbody>
         </table>
-        <p className="muted" data-testid="engine-line">Engine: {engine ? `${engine.status}${engine.model ? ` · ${engine.model}` : ''}${engine.device ? ` · ${engine.device}` : ''}${engine.message ? ` — ${engine.message}` : ''}` : '…'}</p>
+        <p className="muted engine-line" data-testid="engine-line">Engine: {engine ? `${engine.status}${engine.model ? ` · ${engine.model}` : ''}${engine.device ? ` · ${engine.device}` : ''}${engine.message ? ` — ${engine.message}` : ''}` : '…'}</p>
+      </div>
+      <div className="card">
+        <h3>Devices</h3>
+        <DeviceList />
       </div>
     </section>
   );

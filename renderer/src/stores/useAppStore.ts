@@ -32,6 +32,8 @@ interface AppState {
   navigate(page: Page, ...route: string[]): void;
   setTheme(theme: Theme): Promise<void>;
   setDeveloper(on: boolean): Promise<void>;
+  /** Save some settings (optimistic; the core's answer settles them, an error restores them and says why). */
+  saveSettings(patch: Partial<Settings>): Promise<boolean>;
 }
 
 let subscribed = false;
@@ -73,13 +75,18 @@ export const useAppStore = create<AppState>()((set, get) => ({
     set({ settings });
   },
   async setDeveloper(developer) {
-    // Optimistic, so the checkbox follows the click at once; the core's answer (or a reload on error) settles it.
+    await get().saveSettings({ developer });
+  },
+  async saveSettings(patch) {
+    // Optimistic, so a control follows the click at once; the core's answer (or the old value on error) settles it.
     const before = get().settings;
-    if (before) set({ settings: { ...before, developer } });
+    if (before) set({ settings: { ...before, ...patch } });
     try {
-      set({ settings: await getClient().call('settings:set', { developer }) });
+      set({ settings: await getClient().call('settings:set', patch), error: null });
+      return true;
     } catch (err) {
       set({ settings: before, error: err instanceof Error ? err.message : String(err) });
+      return false;
     }
   },
 }));

@@ -5,6 +5,7 @@
 import { create } from 'zustand';
 import type { Box, DemoBranch, DemoEvent, DemoExample, DemoProposal, ExportResult, MediaRef, ReplaySource, Trajectory, Turn } from '../../../app/contract';
 import { getClient } from '../client';
+import { currentDevice } from './useModelsStore';
 
 export type EngineKind = 'replay' | 'local' | 'openai';
 export type RunStatus = 'idle' | 'starting' | 'running' | 'paused' | 'done' | 'error';
@@ -87,6 +88,8 @@ interface DemoState {
   exportAs(format: 'html' | 'webp' | 'gif'): Promise<void>;
 }
 
+/** The Settings page's default model is applied once per page load. */
+let defaultsApplied = false;
 let subscribed = false;
 let longTaskObserver: PerformanceObserver | null = null;
 
@@ -238,7 +241,14 @@ export const useDemoStore = create<DemoState>()((set, get) => {
           set({ examplesState: 'error', errors: [...get().errors, `could not load the example scenes: ${message(err)}`] });
         }
       })();
-      await Promise.all([get().loadReplaySources(), examples]);
+      // The Settings page's default model, once per session, before anyone picks another.
+      const defaults = (async () => {
+        if (defaultsApplied) return;
+        defaultsApplied = true;
+        const prefs = await getClient().call('settings:get', {}).catch(() => null);
+        if (prefs && get().localModelId === 'loupe-tiny' && get().status === 'idle') set({ localModelId: prefs.defaultModel });
+      })();
+      await Promise.all([get().loadReplaySources(), examples, defaults]);
     },
 
     async loadReplaySources() {
@@ -327,7 +337,7 @@ export const useDemoStore = create<DemoState>()((set, get) => {
           return;
         }
         engine = { kind: 'replay' as const, runId, qid };
-      } else if (s.engineKind === 'local') engine = { kind: 'local' as const, modelId: s.localModelId };
+      } else if (s.engineKind === 'local') engine = { kind: 'local' as const, modelId: s.localModelId, device: currentDevice() };
       else {
         // Said plainly here, before the core's payload check turns it into schema text.
         if (!s.openaiModel.trim()) {

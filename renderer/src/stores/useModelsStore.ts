@@ -1,9 +1,13 @@
 /** Models page state: the registry, folder validation, and loading/unloading the local model. */
 import { create } from 'zustand';
-import type { LoadedModel, ModelEntry, ModelReport } from '../../../app/contract';
+import type { DeviceId, DeviceReport, LoadedModel, ModelEntry, ModelReport } from '../../../app/contract';
 import { getClient } from '../client';
+import { useAppStore } from './useAppStore';
 
-export type Device = 'cpu' | 'cuda' | 'webgpu' | 'dml' | 'coreml';
+export type Device = DeviceId;
+
+/** The device local models load on: the Settings page's (one setting for Models, Demo and sweeps). */
+export const currentDevice = (): Device => useAppStore.getState().settings?.device ?? 'cpu';
 
 interface ModelsState {
   models: ModelEntry[];
@@ -11,14 +15,16 @@ interface ModelsState {
   busy: string | null;
   error: string | null;
   report: ModelReport | null;
-  device: Device;
+  /** What detection found (null until `models:devices` answers). */
+  devices: DeviceReport | null;
+  devicesError: string | null;
   load(): Promise<void>;
   validate(path: string): Promise<void>;
   add(path: string): Promise<void>;
   remove(id: string): Promise<void>;
   loadModel(id: string): Promise<void>;
   unload(): Promise<void>;
-  setDevice(d: Device): void;
+  loadDevices(fresh?: boolean): Promise<void>;
 }
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -29,7 +35,8 @@ export const useModelsStore = create<ModelsState>()((set, get) => ({
   busy: null,
   error: null,
   report: null,
-  device: 'cpu',
+  devices: null,
+  devicesError: null,
   async load() {
     try {
       const r = await getClient().call('models:list', {});
@@ -64,7 +71,7 @@ export const useModelsStore = create<ModelsState>()((set, get) => ({
   async loadModel(id) {
     set({ busy: `load:${id}`, error: null });
     try {
-      const loaded = await getClient().call('models:load', { id, device: get().device });
+      const loaded = await getClient().call('models:load', { id, device: currentDevice() });
       set({ loaded, busy: null });
     } catch (err) {
       set({ busy: null, error: message(err) });
@@ -79,7 +86,13 @@ export const useModelsStore = create<ModelsState>()((set, get) => ({
       set({ busy: null, error: message(err) });
     }
   },
-  setDevice(device) {
-    set({ device });
+  async loadDevices(fresh = false) {
+    if (get().devices && !fresh) return;
+    set({ devicesError: null });
+    try {
+      set({ devices: await getClient().call('models:devices', fresh ? { fresh } : {}) });
+    } catch (err) {
+      set({ devicesError: message(err) });
+    }
   },
 }));

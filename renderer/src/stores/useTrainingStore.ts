@@ -78,6 +78,7 @@ interface TrainingState {
   deleteConnector(name: string): Promise<void>;
   probeConnector(name: string): Promise<void>;
   setSecret(name: string, value: string): Promise<void>;
+  deleteSecret(name: string): Promise<void>;
   loadJobs(): Promise<void>;
   openJob(key: string): Promise<void>;
   closeJob(): void;
@@ -321,6 +322,10 @@ export const useTrainingStore = create<TrainingState>()((set, get) => ({
   },
   async setSecret(name, value) {
     const r = await getClient().call('training:secretSet', { name, value });
+    set({ connectors: r.connectors, secrets: r.secrets, secretStore: r.secretStore ?? null });
+  },
+  async deleteSecret(name) {
+    const r = await getClient().call('training:secretDelete', { name });
     set({ connectors: r.connectors, secrets: r.secrets, secretStore: r.secretStore ?? null });
   },
 

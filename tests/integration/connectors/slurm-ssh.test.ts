@@ -239,7 +239,7 @@ describeIf(!!env, SERVICES, 'ssh faults (real sshd)', () => {
       expect(await c.probe()).toMatch(/debug/);
       await c.close();
       await expect(createConnector({ ...settings, keySecret: 'ssh/other' }, secrets)).rejects.toMatchObject({ code: 'auth', message: expect.stringMatching(/secret "ssh\/other" is not in the secret store/) });
-      await expect(createConnector({ ...settings, remoteDir: 'relative' }, secrets)).rejects.toMatchObject({ code: 'invalid', message: expect.stringMatching(/remoteDir: remoteDir must be an absolute path/) });
+      await expect(createConnector({ ...settings, remoteDir: 'relative' }, secrets)).rejects.toMatchObject({ code: 'invalid', message: expect.stringMatching(/remoteDir: remote job folder must be an absolute path/) });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,6 +3,7 @@ import { useShallow } from 'zustand/react/shallow';
 import { useSweepsStore, type SweepDialect } from '../../stores/useSweepsStore';
 import { useRunsStore } from '../../stores/useRunsStore';
 import { ModelPicker } from '../models/ModelPicker';
+import { useAppStore } from '../../stores/useAppStore';
 
 const DIALECTS: Array<[SweepDialect, string]> = [
   ['pixel-reasoner', 'Pixel Reasoner'],
@@ -30,7 +31,9 @@ export function NewEvalPanel() {
   const subscribe = useSweepsStore((s) => s.subscribe);
   const load = useRunsStore((s) => s.load);
   const [open, setOpen] = useState(false);
-  const [model, setModel] = useState('loupe-tiny');
+  // Starts on the Settings page's default model.
+  const defaultModel = useAppStore((x) => x.settings?.defaultModel ?? 'loupe-tiny');
+  const [model, setModel] = useState(defaultModel);
   const [bench, setBench] = useState('loupe-synth');
   const [data, setData] = useState('');
   const [vcot, setVcot] = useState(true);

@@ -1,12 +1,27 @@
 import { useShallow } from 'zustand/react/shallow';
 import { useDemoStore, type EngineKind } from '../../stores/useDemoStore';
 import { ModelPicker } from '../models/ModelPicker';
+import { DevicePicker } from '../models/DevicePicker';
 
 const KINDS: Array<{ id: EngineKind; label: string }> = [
   { id: 'replay', label: 'Replay' },
   { id: 'local', label: 'Local model' },
   { id: 'openai', label: 'OpenAI-compatible' },
 ];
+
+/** What is wrong with an OpenAI-compatible server URL, in words (null when it looks right). */
+export function openaiUrlProblem(url: string): string | null {
+  const u = url.trim();
+  if (u === '') return 'the server URL is required, e.g. http://127.0.0.1:8000/v1';
+  let parsed: URL;
+  try {
+    parsed = new URL(u);
+  } catch {
+    return 'not a URL: write it as http://HOST:PORT/v1';
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'the URL must start with http:// or https://';
+  return null;
+}
 
 /** Engine, dialect, prompt and settings. Replay is labelled as what it is: recorded text, real tools. */
 export function EnginePicker() {
@@ -16,6 +31,7 @@ export function EnginePicker() {
   const setField = useDemoStore((x) => x.set);
   const setSetting = useDemoStore((x) => x.setSetting);
   const useReplayMedia = useDemoStore((x) => x.useReplayMedia);
+  const urlProblem = openaiUrlProblem(s.openaiUrl);
 
   return (
     <div className="demo-engine">
@@ -46,12 +62,23 @@ export function EnginePicker() {
       ) : s.engineKind === 'local' ? (
         <div className="demo-row">
           <ModelPicker value={s.localModelId} onChange={(v) => setField('localModelId', v)} testId="local-model" className="grow" />
+          <DevicePicker testId="demo-device" />
         </div>
       ) : (
         <div className="demo-row">
-          <input className="input grow" value={s.openaiUrl} onChange={(e) => setField('openaiUrl', e.target.value)} placeholder="http://127.0.0.1:8000/v1" data-testid="openai-url" />
-          <input className="input" value={s.openaiModel} onChange={(e) => setField('openaiModel', e.target.value)} placeholder="model name (required)" aria-required="true" data-testid="openai-model" />
-          <input className="input" type="password" autoComplete="off" value={s.openaiKey} onChange={(e) => setField('openaiKey', e.target.value)} placeholder="API key (if the server needs one)" aria-label="API key" data-testid="openai-key" />
+          <label className="field grow">
+            <span className="field-label">Server URL <span className="req" aria-hidden>*</span></span>
+            <input className="input" value={s.openaiUrl} onChange={(e) => setField('openaiUrl', e.target.value)} placeholder="http://127.0.0.1:8000/v1" aria-required="true" aria-invalid={!!urlProblem} data-testid="openai-url" />
+            {urlProblem ? <span className="field-error" data-testid="openai-url-error">{urlProblem}</span> : null}
+          </label>
+          <label className="field">
+            <span className="field-label">Model name <span className="req" aria-hidden>*</span></span>
+            <input className="input" value={s.openaiModel} onChange={(e) => setField('openaiModel', e.target.value)} placeholder="as the server serves it" aria-required="true" data-testid="openai-model" />
+          </label>
+          <label className="field">
+            <span className="field-label">API key</span>
+            <input className="input" type="password" autoComplete="off" value={s.openaiKey} onChange={(e) => setField('openaiKey', e.target.value)} placeholder="API key (if the server needs one)" aria-label="API key" data-testid="openai-key" />
+          </label>
         </div>
       )}
       <div className="demo-grid">

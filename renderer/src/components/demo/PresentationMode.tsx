@@ -33,7 +33,7 @@ function slidesOf(t: Trajectory): Slide[] {
 }
 
 /** Fit the image into 72% of the viewport height and the full width, keeping its shape. */
-const stageStyle = (m: MediaRef) => ({ aspectRatio: `${m.width / m.height}`, width: `min(100%, calc(72vh * ${(m.width / m.height).toFixed(4)}))` });
+const stageStyle = (m: MediaRef) => ({ aspectRatio: `${m.width / m.height}`, width: `min(100%, calc(72vh / var(--zoom, 1) * ${(m.width / m.height).toFixed(4)}))` });
 
 const pct = (v: number) => `${(v * 100).toFixed(3)}%`;
 

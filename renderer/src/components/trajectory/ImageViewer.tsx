@@ -1,6 +1,9 @@
-import { useCallback, useEffect, useRef, useState, type PointerEvent as ReactPointerEvent } from 'react';
+import { useCallback, useEffect, useRef, useState, type KeyboardEvent as ReactKeyboardEvent, type PointerEvent as ReactPointerEvent } from 'react';
 import type { Box, MediaRef } from '../../../../app/contract';
-import { clamp01, type StepBox } from './geometry';
+import { clamp01, nudgeBox, type StepBox } from './geometry';
+
+/** Hit area of a corner handle (px): at least 24 px, for a mouse at a lectern or a finger. */
+const HANDLE_HIT = 28;
 
 export interface ImageViewerProps {
   media: MediaRef;
@@ -24,6 +27,21 @@ export function ImageViewer({ media, url, boxes, activeTurn, showOverlays, onBox
   const drag = useRef<Drag | null>(null);
   const frame = useRef<HTMLDivElement>(null);
   const stage = useRef<HTMLDivElement>(null);
+  const editEl = useRef<HTMLDivElement>(null);
+  // The stage's size on screen: a box smaller than three handles gets its handles outside, so they never cover it.
+  const [stagePx, setStagePx] = useState({ w: 0, h: 0 });
+  useEffect(() => {
+    const el = stage.current;
+    if (!el || typeof ResizeObserver === 'undefined') return;
+    const ro = new ResizeObserver(() => setStagePx({ w: el.offsetWidth, h: el.offsetHeight }));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+  // A new box to edit takes the keyboard focus, so arrows nudge it at once (a presenter's hands stay on the keys).
+  const editStep = edit?.step;
+  useEffect(() => {
+    if (editStep !== undefined) editEl.current?.focus({ preventScroll: true });
+  }, [editStep]);
 
   useEffect(() => setView({ scale: 1, tx: 0, ty: 0 }), [media.id]);
 
@@ -92,6 +110,16 @@ export function ImageViewer({ media, url, boxes, activeTurn, showOverlays, onBox
   const onPointerUp = () => {
     drag.current = null;
   };
+  const onEditKey = (e: ReactKeyboardEvent) => {
+    if (!edit) return;
+    const next = nudgeBox(edit.box, e.key, { shift: e.shiftKey, alt: e.altKey });
+    if (!next) return;
+    e.preventDefault();
+    e.stopPropagation();
+    edit.onChange(next);
+  };
+  const editPx = edit ? { w: (edit.box[2] - edit.box[0]) * stagePx.w * view.scale, h: (edit.box[3] - edit.box[1]) * stagePx.h * view.scale } : null;
+  const smallEdit = editPx !== null && Math.min(editPx.w, editPx.h) < 3 * HANDLE_HIT;
 
   const aspect = media.width / Math.max(1, media.height);
   return (
@@ -106,7 +134,7 @@ export function ImageViewer({ media, url, boxes, activeTurn, showOverlays, onBox
       </div>
       <div className="tv-frame" ref={frame} onPointerDown={(e) => onPointerDown(e, 'pan')} onPointerMove={onPointerMove} onPointerUp={onPointerUp} onPointerCancel={onPointerUp}>
         <div className="tv-transform" style={{ transform: `translate(${view.tx}px, ${view.ty}px) scale(${view.scale})` }}>
-          <div className="tv-stage" ref={stage} style={{ aspectRatio: `${aspect}`, width: `min(100%, ${Math.round(440 * aspect)}px)` }}>
+          <div className="tv-stage" ref={stage} style={{ aspectRatio: `${aspect}`, width: `min(100%, calc(var(--tv-frame-h) * ${aspect.toFixed(4)}))` }}>
             <img src={url} alt={label ?? 'image'} draggable={false} />
             {showOverlays
               ? boxes.map((b) => (
@@ -128,10 +156,15 @@ export function ImageViewer({ media, url, boxes, activeTurn, showOverlays, onBox
               : null}
             {edit ? (
               <div
-                className="tv-edit"
+                ref={editEl}
+                className={`tv-edit${smallEdit ? ' small' : ''}`}
                 data-testid="edit-box"
-                style={{ left: pct(edit.box[0]), top: pct(edit.box[1]), width: pct(edit.box[2] - edit.box[0]), height: pct(edit.box[3] - edit.box[1]) }}
+                tabIndex={0}
+                role="group"
+                aria-label={`Crop box of step ${edit.step}: drag it or its corners; arrow keys move it, Shift+arrows resize it, Alt for fine steps`}
+                style={{ left: pct(edit.box[0]), top: pct(edit.box[1]), width: pct(edit.box[2] - edit.box[0]), height: pct(edit.box[3] - edit.box[1]), ['--tv-handle-scale' as string]: String(1 / view.scale) }}
                 onPointerDown={(e) => onPointerDown(e, 'move')}
+                onKeyDown={onEditKey}
               >
                 <span className="tv-box-label">{edit.step}</span>
                 {(['nw', 'ne', 'sw', 'se'] as const).map((h) => (
@@ -142,6 +175,11 @@ export function ImageViewer({ media, url, boxes, activeTurn, showOverlays, onBox
           </div>
         </div>
       </div>
+      {edit ? (
+        <div className="tv-edit-hint muted" data-testid="edit-hint">
+          Drag the box or its corners · <kbd>←</kbd><kbd>↑</kbd><kbd>→</kbd><kbd>↓</kbd> move · <kbd>Shift</kbd>+arrows resize · <kbd>Alt</kbd> finer
+        </div>
+      ) : null}
     </div>
   );
 }

@@ -52,3 +52,25 @@ export function fmtBox(b: readonly number[] | undefined, digits = 3): string {
 export function clamp01(v: number): number {
   return Math.max(0, Math.min(1, v));
 }
+
+/** Smallest edge of an edited box (normalized): keyboard shrinking stops here rather than flipping the box. */
+export const MIN_EDGE = 0.005;
+
+/**
+ * Keyboard editing of step mode's box: arrows move it, Shift+arrows resize it (Right/Down grow the right/bottom
+ * edge, Left/Up shrink it), by 1 % of the image, or 0.2 % with Alt. Always inside the image. Null for other keys.
+ */
+export function nudgeBox(b: Box, key: string, mods: { shift?: boolean; alt?: boolean } = {}): Box | null {
+  const step = mods.alt ? 0.002 : 0.01;
+  const d = ({ ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] } as Record<string, [number, number]>)[key];
+  if (!d) return null;
+  const [x1, y1, x2, y2] = b;
+  if (mods.shift) {
+    const nx2 = Math.max(x1 + MIN_EDGE, Math.min(1, x2 + d[0] * step));
+    const ny2 = Math.max(y1 + MIN_EDGE, Math.min(1, y2 + d[1] * step));
+    return [x1, y1, nx2, ny2];
+  }
+  const dx = Math.max(-x1, Math.min(1 - x2, d[0] * step));
+  const dy = Math.max(-y1, Math.min(1 - y2, d[1] * step));
+  return [x1 + dx, y1 + dy, x2 + dx, y2 + dy];
+}
