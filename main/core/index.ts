@@ -15,7 +15,7 @@ import { modelsHandlers } from './handlers/models';
 import { browseHandlers, labelledIndex } from './handlers/browse';
 import { labelsHandlers } from './handlers/labels';
 import { LabelService } from '../../app/labels';
-import { RunIndexService } from '../../app/sweeps/runIndex';
+import { RunIndexService } from '../../app/browse/runIndex';
 import { sweepsHandlers } from './handlers/sweeps';
 import { trainingHandlers } from './handlers/training';
 import { openWorkspaceSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';

@@ -15,7 +15,7 @@ import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runEpisode } from '../../app/agent';
-import type { SynthSample } from '../../app/bench/loupe-synth/generate';
+import type { SynthSample } from '../../app/synth/generate';
 import { getScorer } from '../../app/bench/scorers';
 import type { Box, Trajectory } from '../../app/contract/trajectory';
 import type { EngineDtype, EngineDtypeSpec } from '../../app/engines/types';

@@ -59,7 +59,7 @@ def pr_user_text(question, prompt="vcot"):
 
 
 def synth_question(sample):
-    """app/bench/loupe-synth/trajectories.ts userText's question part (options appended as the generator does)."""
+    """app/synth/trajectories.ts userText's question part (options appended as the generator does)."""
     q = sample["question"]
     if sample.get("options"):
         q += "\n" + "\n".join(f"({chr(65 + i)}) {o}" for i, o in enumerate(sample["options"])) + "\nAnswer with the option letter."

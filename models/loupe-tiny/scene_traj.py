@@ -261,7 +261,7 @@ def build(sc, bbox, enc, tok, max_pixels):
     return rec, {kg: g, kc: c}
 
 
-SEG_ASPECT, SEG_GAP = 0.56, 0.24  # app/bench/loupe-synth/glyphs.ts: a seven-segment digit is 0.56 h wide, digits 0.8 h apart
+SEG_ASPECT, SEG_GAP = 0.56, 0.24  # app/synth/glyphs.ts: a seven-segment digit is 0.56 h wide, digits 0.8 h apart
 
 
 def glyph_boxes(s):

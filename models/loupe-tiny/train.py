@@ -123,7 +123,7 @@ def patches(rgb, dev):
 
 
 def where(cx, cy):
-    """app/bench/loupe-synth/trajectories.ts where(), on a box centre."""
+    """app/synth/trajectories.ts where(), on a box centre."""
     v = "upper" if cy < 0.34 else "lower" if cy > 0.66 else "middle"
     hz = "left" if cx < 0.34 else "right" if cx > 0.66 else "centre"
     if v == "middle" and hz == "centre":

@@ -1,13 +1,13 @@
 /**
  * loupe-synth's pixels, with sharp: SVG → librsvg raster with the seeded grain tile, JPEG encoding, and the
  * crops of a zoom trajectory. No fonts are involved (all glyphs are geometry), so the bytes depend only on the
- * sharp/libvips build. app/bench/loupe-synth describes scenes; this is the one place that draws them.
+ * sharp/libvips build. app/synth describes scenes; this is the one place that draws them.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { NOISE_TILE, noiseTile, type RawImage, type RenderOptions, type SynthCrop, type SynthRaster } from '../../app/bench/loupe-synth/render';
-import type { SceneLayout } from '../../app/bench/loupe-synth/scene';
+import { NOISE_TILE, noiseTile, type RawImage, type RenderOptions, type SynthCrop, type SynthRaster } from '../../app/synth/render';
+import type { SceneLayout } from '../../app/synth/scene';
 
 async function renderSceneRaw(layout: SceneLayout, opts: RenderOptions = {}): Promise<RawImage> {
   const amp = opts.noise ?? 40;

@@ -17,7 +17,7 @@ import { existsSync, promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateSynth, type SynthKind } from '../../app/bench/loupe-synth';
+import { generateSynth, type SynthKind } from '../../app/synth';
 import { prepareData } from '../../models/loupe-tiny/prepare';
 import { sharpSynthRaster } from '../../native/image/synthRaster';
 

@@ -6,7 +6,7 @@
  */
 import type { SampleRecord } from '../../app/contract/trajectory';
 import { agreementReport, foldLabels, labelsBySample } from '../../app/labels';
-import { compileQuery, SampleIndex } from '../../app/sweeps/query';
+import { compileQuery, SampleIndex } from '../../app/browse/query';
 import { accuracy, accuracyByToolUse, accuracyTable, pairedCompare, toolUse } from '../../app/sweeps/stats';
 import { generateLabelEvents, generateSamples } from '../../scripts/gen-large-run';
 

@@ -10,7 +10,7 @@ import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateSynth } from '../../app/bench/loupe-synth';
+import { generateSynth } from '../../app/synth';
 import { validateModelFolder } from '../../app/engines/local/modelFolder';
 import { evaluate } from '../../models/loupe-tiny/evaluate';
 import { sharpSynthRaster } from '../../native/image/synthRaster';

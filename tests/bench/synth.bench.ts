@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import { SYNTH_GLOBAL_LONG_SIDE, SYNTH_KINDS, imageSampleRecord, imageScene } from '../../app/bench/loupe-synth';
+import { SYNTH_GLOBAL_LONG_SIDE, SYNTH_KINDS, imageSampleRecord, imageScene } from '../../app/synth';
 import { importRun } from '../../app/importers';
 import { readTarget, type RawImage } from '../unit/synth/decode';
 import { sharpSynthRaster } from '../../native/image/synthRaster';

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SYNTH_KINDS, generateSynth, synthTrajectories, writeTrajectoryCrops, type SynthKind } from '../../../app/bench/loupe-synth';
+import { SYNTH_KINDS, generateSynth, synthTrajectories, writeTrajectoryCrops, type SynthKind } from '../../../app/synth';
 import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 function intArg(name: string) {

@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSynth } from '../../../app/bench/loupe-synth';
+import { generateSynth } from '../../../app/synth';
 import { requirePython } from './python';
 import { sharpSynthRaster } from '../../../native/image/synthRaster';
 

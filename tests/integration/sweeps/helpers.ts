@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateSynth, synthTrajectories, type SynthSample } from '../../../app/bench/loupe-synth';
+import { generateSynth, synthTrajectories, type SynthSample } from '../../../app/synth';
 import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');

@@ -361,7 +361,7 @@ describe('Loupe benchmark folder (loupe-synth)', () => {
   });
 
   it('reads what the loupe-synth generator writes', async () => {
-    const { generateSynth } = await import('../../../app/bench/loupe-synth');
+    const { generateSynth } = await import('../../../app/synth');
     const dir = path.join(tmpRoot, 'synth-gen');
     const gen = await generateSynth({ seed: 11, n: 2 }, dir, sharpSynthRaster);
     const { samples } = await getAdapter('loupe-synth').load(dir);

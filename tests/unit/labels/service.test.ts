@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { foldLabels, LabelService, LabelStore, parseCsv, sampleKey } from '../../../app/labels';
-import { SampleIndex } from '../../../app/sweeps/query';
+import { SampleIndex } from '../../../app/browse/query';
 import { generateSamples } from '../../../scripts/gen-large-run';
 
 let ws: string;

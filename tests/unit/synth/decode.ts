@@ -2,7 +2,7 @@
  * Tiny readers for loupe-synth renders, used to prove a crop of the target box is legible: they read the
  * seven-segment digits, block letters and dots back from real pixels.
  */
-import { BLOCK_FONT, SEG_ASPECT, SEG_GAP, SEGMENTS, segmentProbe } from '../../../app/bench/loupe-synth';
+import { BLOCK_FONT, SEG_ASPECT, SEG_GAP, SEGMENTS, segmentProbe } from '../../../app/synth';
 
 export interface RawImage {
   data: Buffer;

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generateSynth, imageSampleRecord, imageScene, videoScene } from '../../../app/bench/loupe-synth';
+import { generateSynth, imageSampleRecord, imageScene, videoScene } from '../../../app/synth';
 import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 async function listFiles(dir: string): Promise<string[]> {

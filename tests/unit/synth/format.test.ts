@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SYNTH_VERSION, generateSynth, videoSampleRecord, videoScene } from '../../../app/bench/loupe-synth';
+import { SYNTH_VERSION, generateSynth, videoSampleRecord, videoScene } from '../../../app/synth';
 import { LoupeSampleSchema } from '../../../app/bench/adapters/loupeFormat';
 import { loupeSynthAdapter } from '../../../app/bench/adapters/loupeSynth';
 import { sharpSynthRaster } from '../../../native/image/synthRaster';

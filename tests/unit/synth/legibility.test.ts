@@ -10,7 +10,7 @@ import {
   imageSampleRecord,
   imageScene,
   type SynthOptions,
-} from '../../../app/bench/loupe-synth';
+} from '../../../app/synth';
 import { components, countInOut, isBlue, isGreen, isRed, isYellow, readTarget, type RawImage } from './decode';
 import { sharpSynthRaster } from '../../../native/image/synthRaster';
 

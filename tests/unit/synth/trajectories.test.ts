@@ -26,7 +26,7 @@ import {
   type GenerateResult,
   type SftTrajectory,
   type SynthSample,
-} from '../../../app/bench/loupe-synth';
+} from '../../../app/synth';
 import { fromPlainJson } from '../../../app/pycompat/json';
 import { getDialect } from '../../../app/protocol';
 import { lastBoxed, prIsToolTurn, prPlanTurn } from '../../../app/protocol/pixelReasoner';

@@ -1,6 +1,6 @@
 /** loupe-synth covers its space: kinds, sizes, aspect ratios, positions, answers, option orders. */
 import { describe, expect, it } from 'vitest';
-import { SYNTH_KINDS, imageSampleRecord, imageScene, type SynthSample } from '../../../app/bench/loupe-synth';
+import { SYNTH_KINDS, imageSampleRecord, imageScene, type SynthSample } from '../../../app/synth';
 
 function samples(seed: number, n: number, kinds?: SynthSample['category'][]): SynthSample[] {
   const opts = { seed, n, kinds };

@@ -4,7 +4,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TARGET_COLORS, VIDEO_FRAMES, generateSynth, videoScene, type GenerateResult } from '../../../app/bench/loupe-synth';
+import { TARGET_COLORS, VIDEO_FRAMES, generateSynth, videoScene, type GenerateResult } from '../../../app/synth';
 import { countInOut, isBlue, isGreen, isRed, readTarget, type Pred, type RawImage } from './decode';
 import { sharpSynthRaster } from '../../../native/image/synthRaster';
 

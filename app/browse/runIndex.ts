@@ -9,7 +9,7 @@ import type { RunManifest, SampleRecord } from '../contract/trajectory';
 import { SampleRecordSchema } from '../contract/trajectory';
 import { parseJsonl } from '../workspace/jsonl';
 import { SampleIndex } from './query/sampleIndex';
-import type { StatRow } from './stats/accuracy';
+import type { StatRow } from '../sweeps/stats/accuracy';
 
 export interface RunFiles {
   /** Absolute path of the run folder (holds manifest.json and samples.jsonl). */

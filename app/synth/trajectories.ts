@@ -5,13 +5,13 @@
  * and for video `select_frames` then a crop. Output is Pixel Reasoner's SFT shape
  * (`{"message_list": [Qwen messages]}`) plus the exact crop geometry, so a trainer can cut the crops.
  */
-import type { Box } from '../../contract/trajectory';
-import { fromPlainJson, pyJsonDumps } from '../../pycompat/json';
+import type { Box } from '../contract/trajectory';
+import { fromPlainJson, pyJsonDumps } from '../pycompat/json';
 import type { SynthRaster } from './render';
-import { prCropObservation, prFramesObservation } from '../../protocol/pixelReasoner';
-import { PR_GUIDELINES, prSystemPrompt } from '../../protocol/prompts';
-import { prCropGeometry } from '../../tools/crop';
-import { presetFor, resizeWithPreset } from '../../tools/smartResize';
+import { prCropObservation, prFramesObservation } from '../protocol/pixelReasoner';
+import { PR_GUIDELINES, prSystemPrompt } from '../protocol/prompts';
+import { prCropGeometry } from '../tools/crop';
+import { presetFor, resizeWithPreset } from '../tools/smartResize';
 import type { SynthSample } from './generate';
 import { Prng, hashSeed } from './prng';
 

@@ -6,7 +6,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Box } from '../../contract/trajectory';
+import type { Box } from '../contract/trajectory';
 import { Prng, hashSeed } from './prng';
 import type { SynthRaster } from './render';
 import { SYNTH_KINDS, buildScene, type Scene, type SynthKind } from './scene';

@@ -2,7 +2,7 @@
  * Video scenes for loupe-synth: 16 frames of a slowly panning cluttered scene where the target shows up in
  * only one or two frames, so a model must pick frames (`select_frames`) before it can zoom and read.
  */
-import type { Box } from '../../contract/trajectory';
+import type { Box } from '../contract/trajectory';
 import type { Prng } from './prng';
 import {
   DECOY_COLORS,

@@ -3,7 +3,7 @@
  * sits in one small detail (digits in a red ring, a letter on a blue tag, dots in a green box, two tiny
  * tagged objects), hidden among clutter and look-alike decoys.
  */
-import type { Box } from '../../contract/trajectory';
+import type { Box } from '../contract/trajectory';
 import { ANSWER_LETTERS, BLOCK_FONT, blockTextSvg, blockTextWidth, sevenSegSvg, sevenSegWidth } from './glyphs';
 import type { Prng } from './prng';
 
