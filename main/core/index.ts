@@ -135,7 +135,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     engines,
     imageOps,
     // Disposed in reverse: live demo runs stop first, then the engines and the image worker end.
-    disposers: [() => imageOps.close?.(), () => engines.dispose(), () => models.unload().then(() => undefined), () => demo.dispose(), () => training.dispose()],
+    // runIndex.flush: an index being written beside a run is finished, so the next start reads it instead of the samples.
+    disposers: [() => runIndex.flush(), () => imageOps.close?.(), () => engines.dispose(), () => models.unload().then(() => undefined), () => demo.dispose(), () => training.dispose()],
   };
 
   const handlers: Handlers = {

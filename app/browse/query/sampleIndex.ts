@@ -15,7 +15,7 @@ import { compileQuery, type CompiledQuery, type QuerySource } from './compile';
 class DictColumn {
   codes: Int32Array;
   readonly values: string[] = [];
-  readonly lower: string[] = [];
+  private readonly lowerArr: string[] = [];
   private readonly map = new Map<string, number>();
   private rankCache: { size: number; rank: Int32Array } | undefined;
   constructor(cap: number) {
@@ -35,10 +35,14 @@ class DictColumn {
     if (code === undefined) {
       code = this.values.length;
       this.values.push(v);
-      this.lower.push(v.toLowerCase());
       this.map.set(v, code);
     }
     this.codes[row] = code;
+  }
+  /** The values lower-cased (for case-insensitive matching), computed when first asked for. */
+  get lower(): readonly string[] {
+    for (let i = this.lowerArr.length; i < this.values.length; i++) this.lowerArr.push(this.values[i]!.toLowerCase());
+    return this.lowerArr;
   }
   get(row: number): string | undefined {
     const c = this.codes[row]!;
@@ -57,6 +61,28 @@ class DictColumn {
 }
 
 export type SortField = QueryField;
+
+/** A sample index as plain columns (dictionary-coded text fields, typed numbers), for persisting beside a run. */
+export interface IndexColumns {
+  n: number;
+  run: { codes: Int32Array; values: string[] };
+  qid: { codes: Int32Array; values: string[] };
+  bench: { codes: Int32Array; values: string[] };
+  category: { codes: Int32Array; values: string[] };
+  stop: { codes: Int32Array; values: string[] };
+  score: Float64Array;
+  calls: Float64Array;
+  tool_errors: Float64Array;
+  latency: Float64Array;
+  correct: Int8Array;
+  disagree: Int8Array;
+  /** Rows re-scored under several scorers: [row, scorer → score]. */
+  scores: Array<[number, Record<string, number>]>;
+  questions: string[];
+}
+
+/** The fields the statistics read (app/sweeps/stats StatRow). */
+export type StatRowView = Pick<SampleRecord, 'qid' | 'bench' | 'correct' | 'score' | 'calls' | 'tool_errors' | 'stop_reason'> & { category?: string };
 export interface SortKey {
   field: SortField;
   dir?: 'asc' | 'desc';
@@ -138,8 +164,10 @@ export class SampleIndex implements QuerySource {
   private disagreeCol: Int8Array;
   private scoreMaps: Array<Readonly<Record<string, number>> | undefined> = [];
   private readonly labelSets: Array<readonly string[] | undefined> = [];
-  private readonly texts: string[] = [];
-  private readonly questions: string[] = [];
+  /** Search texts; undefined until first needed when the index was loaded from columns (see `fromColumns`). */
+  private textsArr: string[] | undefined = [];
+  private textLoader: (() => string[]) | undefined;
+  private questions: string[] = [];
   private readonly byKey = new Map<string, number>();
   /** Scan buffers: rows [start, end) joined into one string each, a few MB per chunk. */
   private chunks: ScanChunk[] = [];
@@ -186,6 +214,168 @@ export class SampleIndex implements QuerySource {
     return this.n;
   }
 
+  /** The search texts, loaded on first use for an index restored from columns. */
+  private get texts(): string[] {
+    if (!this.textsArr) {
+      const t = this.textLoader!();
+      if (t.length !== this.n) throw new Error(`search texts: ${t.length} for ${this.n} rows`);
+      this.textsArr = t;
+      this.textLoader = undefined;
+    }
+    return this.textsArr;
+  }
+
+  /** Whether the search texts are in memory (false: an index restored from columns, not searched yet). */
+  get textsLoaded(): boolean {
+    return this.textsArr !== undefined;
+  }
+
+  /** Everything but the labels and search texts, as columns (see `fromColumns`; app/browse/runIndexFile writes them). */
+  columns(): IndexColumns {
+    const n = this.n;
+    const dict = (f: StringField) => ({ codes: this.dicts[f].codes.slice(0, n), values: [...this.dicts[f].values] });
+    const scores: Array<[number, Record<string, number>]> = [];
+    for (let i = 0; i < n; i++) if (this.scoreMaps[i]) scores.push([i, { ...this.scoreMaps[i] }]);
+    return {
+      n,
+      run: dict('run'),
+      qid: dict('qid'),
+      bench: dict('bench'),
+      category: dict('category'),
+      stop: dict('stop'),
+      score: this.nums.score.slice(0, n),
+      calls: this.nums.calls.slice(0, n),
+      tool_errors: this.nums.tool_errors.slice(0, n),
+      latency: this.nums.latency.slice(0, n),
+      correct: this.correctCol.slice(0, n),
+      disagree: this.disagreeCol.slice(0, n),
+      scores,
+      questions: this.questions.slice(0, n),
+    };
+  }
+
+  /** The search texts in row order (loads them if needed). */
+  textColumn(): readonly string[] {
+    return this.texts;
+  }
+
+  /**
+   * An index restored from columns. The search texts come from `texts` the first time a search needs them,
+   * so opening a large run reads only the small columns.
+   */
+  static fromColumns(c: IndexColumns, texts: () => string[], opts: { scanChunkChars?: number } = {}): SampleIndex {
+    const n = c.n;
+    const idx = new SampleIndex(n, opts);
+    for (const f of ['run', 'qid', 'bench', 'category', 'stop'] as const) {
+      const src = c[f];
+      if (src.codes.length !== n) throw new Error(`column ${f}: ${src.codes.length} codes for ${n} rows`);
+      const d = idx.dicts[f];
+      for (const v of src.values) d.set(0, v); // registers the values in order, so codes stay the same
+      if (d.values.length !== src.values.length) throw new Error(`column ${f}: repeated values`);
+      for (let i = 0; i < n; i++) {
+        const code = src.codes[i]!;
+        if (code < -1 || code >= src.values.length) throw new Error(`column ${f}: code ${code} out of range`);
+      }
+      d.codes.set(src.codes);
+    }
+    for (const f of ['score', 'calls', 'tool_errors', 'latency'] as const) {
+      if (c[f].length !== n) throw new Error(`column ${f}: ${c[f].length} values for ${n} rows`);
+      idx.nums[f].set(c[f]);
+    }
+    if (c.correct.length !== n || c.disagree.length !== n || c.questions.length !== n) throw new Error('columns of different lengths');
+    idx.correctCol.set(c.correct);
+    idx.disagreeCol.set(c.disagree);
+    for (const [row, m] of c.scores) if (row >= 0 && row < n) idx.scoreMaps[row] = m;
+    idx.questions = c.questions;
+    const runs = idx.dicts.run;
+    const qids = idx.dicts.qid;
+    for (let i = 0; i < n; i++) {
+      const run = runs.get(i);
+      const qid = qids.get(i);
+      if (run === undefined || qid === undefined) throw new Error(`row ${i} has no run or qid`);
+      idx.byKey.set(sampleKey(run, qid), i);
+      idx.labelSets.push(undefined);
+    }
+    idx.n = n;
+    idx.textsArr = undefined;
+    idx.textLoader = texts;
+    idx.dirtyFrom = 0;
+    idx.version++;
+    return idx;
+  }
+
+  /** One index over several (each with its own runs): rows in order, the search texts joined on first use. */
+  static concat(parts: readonly SampleIndex[], opts: { scanChunkChars?: number } = {}): SampleIndex {
+    const cols = parts.map((p) => p.columns());
+    const n = cols.reduce((a, c) => a + c.n, 0);
+    const dict = (f: StringField) => {
+      const values: string[] = [];
+      const seen = new Map<string, number>();
+      const codes = new Int32Array(n);
+      let at = 0;
+      for (const c of cols) {
+        const remap = c[f].values.map((v) => {
+          let k = seen.get(v);
+          if (k === undefined) seen.set(v, (k = values.push(v) - 1));
+          return k;
+        });
+        for (let i = 0; i < c.n; i++) {
+          const code = c[f].codes[i]!;
+          codes[at + i] = code >= 0 ? remap[code]! : -1;
+        }
+        at += c.n;
+      }
+      return { codes, values };
+    };
+    const cat = <T extends Float64Array | Int8Array>(f: 'score' | 'calls' | 'tool_errors' | 'latency' | 'correct' | 'disagree', Ctor: new (n: number) => T): T => {
+      const out = new Ctor(n);
+      let at = 0;
+      for (const c of cols) {
+        out.set(c[f], at);
+        at += c.n;
+      }
+      return out;
+    };
+    const scores: Array<[number, Record<string, number>]> = [];
+    let at = 0;
+    for (const c of cols) {
+      for (const [row, m] of c.scores) scores.push([row + at, m]);
+      at += c.n;
+    }
+    const merged: IndexColumns = {
+      n,
+      run: dict('run'),
+      qid: dict('qid'),
+      bench: dict('bench'),
+      category: dict('category'),
+      stop: dict('stop'),
+      score: cat('score', Float64Array),
+      calls: cat('calls', Float64Array),
+      tool_errors: cat('tool_errors', Float64Array),
+      latency: cat('latency', Float64Array),
+      correct: cat('correct', Int8Array),
+      disagree: cat('disagree', Int8Array),
+      scores,
+      questions: cols.flatMap((c) => c.questions),
+    };
+    return SampleIndex.fromColumns(merged, () => parts.flatMap((p) => [...p.textColumn()]), opts);
+  }
+
+  /** The fields statistics read, for one row. */
+  statRow(id: number): StatRowView {
+    const category = this.dicts.category.get(id);
+    return {
+      qid: this.dicts.qid.get(id)!,
+      bench: this.dicts.bench.get(id)!,
+      ...(category !== undefined ? { category } : {}),
+      correct: this.correctCol[id] === 1,
+      score: this.nums.score[id]!,
+      calls: this.nums.calls[id]!,
+      tool_errors: this.nums.tool_errors[id]!,
+      stop_reason: this.dicts.stop.get(id)! as StatRowView['stop_reason'],
+    };
+  }
+
   private ensure(cap: number): void {
     if (cap <= this.cap) return;
     let c = this.cap;
@@ -208,13 +398,14 @@ export class SampleIndex implements QuerySource {
   /** Add (or replace) one record; returns its row id. */
   add(run: string, rec: SampleRecord): number {
     const key = sampleKey(run, rec.qid);
+    const texts = this.texts; // loads them (a restored index) before the row count changes
     let row = this.byKey.get(key);
     if (row === undefined) {
       this.ensure(this.n + 1);
       row = this.n++;
       this.byKey.set(key, row);
       this.labelSets.push(undefined);
-      this.texts.push('');
+      texts.push('');
       this.questions.push('');
     }
     this.dicts.run.set(row, run);
@@ -230,7 +421,7 @@ export class SampleIndex implements QuerySource {
     const original = rec.extra?.['original'] as { correct?: unknown } | undefined;
     this.disagreeCol[row] = original && typeof original.correct === 'boolean' && original.correct !== rec.correct ? 1 : 0;
     this.scoreMaps[row] = rec.scores && Object.keys(rec.scores).length > 1 ? rec.scores : undefined;
-    this.texts[row] = searchableText(rec);
+    texts[row] = searchableText(rec);
     this.questions[row] = rec.question;
     this.version++;
     if (row < this.dirtyFrom) this.dirtyFrom = row;

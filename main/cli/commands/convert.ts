@@ -1,9 +1,7 @@
 /** `loupe convert HF_DIR OUT_DIR` — a Hugging Face Qwen2.5-VL / PixelReasoner checkpoint to the ONNX layout Loupe runs. */
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-
-const SCRIPT = fileURLToPath(new URL('../../../models/make_tiny_qwen25vl.py', import.meta.url));
+import { modelsPath } from '../../../app/paths';
 
 export function register(program: Command): void {
   program
@@ -15,7 +13,7 @@ export function register(program: Command): void {
     .option('--check', 'compare ONNX logits with PyTorch on a one-image and a three-image prompt')
     .option('--python <exe>', 'python interpreter', 'python3')
     .action(async (hf: string, out: string, o: { dtypes: string; check?: boolean; python: string }) => {
-      const args = [SCRIPT, '--from', hf, out, '--dtypes', o.dtypes, ...(o.check ? ['--check'] : [])];
+      const args = [modelsPath('make_tiny_qwen25vl.py'), '--from', hf, out, '--dtypes', o.dtypes, ...(o.check ? ['--check'] : [])];
       const code = await new Promise<number>((resolve) => {
         const p = spawn(o.python, args, { stdio: 'inherit' });
         p.on('error', (e) => {

@@ -1,9 +1,7 @@
 /** `loupe import` — bring Pixel Reasoner / verl-tool / DeepEyes / lmms-eval outputs into a workspace as a run. */
 import type { Command } from 'commander';
 import path from 'node:path';
-import { attachFolder, IMAGE_MISSING, ImageFolder, IMPORT_FORMATS, formatIssue, importRun, isImportFormat, missingImages, workspaceWriter, type ImportIssue } from '../../../app/importers';
-import { defaultWorkspaceDir, Workspace } from '../../../app/workspace';
-import { imageOpsFor } from '../../core/wiring';
+import { IMPORT_FORMATS, formatIssue, type ImportIssue } from '../../../app/importers/types';
 
 const SHOW_ISSUES = 30;
 
@@ -36,6 +34,11 @@ export function register(program: Command): void {
     .option('--images <dir>', 'folder with the benchmark images, found by the file names the records give (for outputs that strip their images)')
     .option('--dry-run', 'read and report, write nothing')
     .action(async (input: string, o: { from: string; workspace?: string; run?: string; model?: string; iter?: number; images?: string; dryRun?: boolean }) => {
+      const [{ attachFolder, IMAGE_MISSING, ImageFolder, importRun, isImportFormat, missingImages, workspaceWriter }, { defaultWorkspaceDir, Workspace }, { imageOpsFor }] = await Promise.all([
+        import('../../../app/importers'),
+        import('../../../app/workspace'),
+        import('../../core/wiring'),
+      ]);
       if (!isImportFormat(o.from)) throw new Error(`--from must be one of ${IMPORT_FORMATS.join(', ')}, got "${o.from}"`);
       // Scan the image folder first: a wrong path should fail before anything is read or written.
       const folder = o.images ? await ImageFolder.scan(path.resolve(o.images)) : null;

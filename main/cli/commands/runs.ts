@@ -1,15 +1,14 @@
 /** `loupe runs …` — list, rename, tag, delete (to the trash), restore, empty the trash, locate images. */
 import type { Command } from 'commander';
 import path from 'node:path';
-import { attachRunImages } from '../../../app/importers/attach';
-import { defaultWorkspaceDir, Workspace } from '../../../app/workspace';
-import { imageOpsFor } from '../../core/wiring';
+import type { Workspace } from '../../../app/workspace';
 
 interface WsOpt {
   workspace?: string;
 }
 
 async function open(o: WsOpt): Promise<Workspace> {
+  const { defaultWorkspaceDir, Workspace } = await import('../../../app/workspace');
   return new Workspace(path.resolve(o.workspace ?? defaultWorkspaceDir())).init();
 }
 
@@ -88,6 +87,7 @@ export function register(program: Command): void {
     .argument('<folder>')
     .action(async (id: string, folder: string, o: WsOpt) => {
       const w = await open(o);
+      const [{ imageOpsFor }, { attachRunImages }] = await Promise.all([import('../../core/wiring'), import('../../../app/importers/attach')]);
       const ops = await imageOpsFor(w.media);
       try {
         const r = await attachRunImages(w.runs, id, path.resolve(folder), ops);

@@ -3,8 +3,7 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { createCore } from '../../core';
-import { startServer } from '../../server';
+import type { startServer } from '../../server';
 import { packageRoot, rendererDir as builtRendererDir } from '../../../app/paths';
 
 /** Find a system Chromium-family browser to open the app window in. */
@@ -57,13 +56,15 @@ function addressInUse(err: unknown): boolean {
 /** Start browser mode: core + server; open an app window when a display exists, else print the URL. */
 export async function runBrowserMode(opts: BrowserModeOptions): Promise<void> {
   const rendererDir = ensureRenderer();
+  // Loaded here, not at the top: every `loupe` command loads this file to register `serve`.
+  const [{ createCore }, server_] = await Promise.all([import('../../core'), import('../../server')]);
   const core = await createCore({ workspace: opts.workspace, transport: 'browser' });
   const allow = opts.allowOrigins?.length ? { allowOrigins: opts.allowOrigins } : {};
   let server: Awaited<ReturnType<typeof startServer>> | null = null;
   const ports = opts.port !== undefined ? [opts.port] : Array.from({ length: PORT_TRIES }, (_, i) => DEFAULT_PORT + i);
   for (const port of ports) {
     try {
-      server = await startServer({ core, host: opts.host, port, rendererDir, ...allow });
+      server = await server_.startServer({ core, host: opts.host, port, rendererDir, ...allow });
       break;
     } catch (err) {
       if (!addressInUse(err)) throw err;
@@ -74,7 +75,7 @@ export async function runBrowserMode(opts: BrowserModeOptions): Promise<void> {
     }
   }
   // Every port of the range taken: any free one, rather than not starting.
-  server ??= await startServer({ core, host: opts.host, port: 0, rendererDir, ...allow });
+  server ??= await server_.startServer({ core, host: opts.host, port: 0, rendererDir, ...allow });
   process.stdout.write(`Loupe (browser mode) is running.\n  open: ${server.openUrl}\n  workspace: ${core.workspace}\n`);
   const display = process.env.DISPLAY || process.env.WAYLAND_DISPLAY || process.platform === 'darwin' || process.platform === 'win32';
   const browser = findBrowser();

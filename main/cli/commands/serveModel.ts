@@ -2,9 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { serveModel } from '../../../app/engines/serve/serveModel';
 import type { EngineDevice, EngineDtype } from '../../../app/engines/types';
-import { createEngineManager } from '../../core/wiring';
 
 export function register(program: Command): void {
   program
@@ -26,6 +24,7 @@ export function register(program: Command): void {
       for (const r of o.imageRoot) if (!fs.statSync(r, { throwIfNoEntry: false })?.isDirectory()) throw new Error(`--image-root ${JSON.stringify(r)} is not a folder`);
       const threads = o.threads === undefined ? undefined : Number(o.threads);
       if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) throw new Error(`--threads must be an integer ≥ 1, got ${JSON.stringify(o.threads)}`);
+      const [{ serveModel }, { createEngineManager }] = await Promise.all([import('../../../app/engines/serve/serveModel'), import('../../core/wiring')]);
       const engines = await createEngineManager({ isolation: 'process' }); // a crash stays in the child
       const served = await serveModel(
         engines,

@@ -2,8 +2,7 @@
 import type { Command } from 'commander';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SYNTH_KINDS, generateSynth, synthTrajectories, writeTrajectoryCrops, type SynthKind } from '../../../app/synth';
-import { sharpSynthRaster } from '../../../native/image/synthRaster';
+import { SYNTH_KINDS, type SynthKind } from '../../../app/synth/scene';
 
 function intArg(name: string) {
   return (v: string): number => {
@@ -41,6 +40,7 @@ export function register(program: Command): void {
     .action(async (o: { out: string; seed: number; n: number; video: number; kinds?: SynthKind[]; easyFraction?: number; sft?: boolean; sftMode: string }) => {
       if (o.sftMode !== 'train' && o.sftMode !== 'eval') throw new Error(`--sft-mode must be train or eval, got "${o.sftMode}"`);
       const out = path.resolve(o.out);
+      const [{ generateSynth, synthTrajectories, writeTrajectoryCrops }, { sharpSynthRaster }] = await Promise.all([import('../../../app/synth'), import('../../../native/image/synthRaster')]);
       const res = await generateSynth(
         { seed: o.seed, n: o.n, video: o.video, kinds: o.kinds, easyFraction: o.easyFraction },
         out,

@@ -9,14 +9,26 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { createConnector, ConnectorError, EncryptedFileSecretStore, type Connector, type SecretStore } from '../../../app/connectors';
-import { ENCRYPTED_STORE_FILE, openWorkspaceSecretStore, workspaceSecretPaths } from '../../../app/connectors/secrets';
-import { createTrainingService, type TrainingService } from '../../../app/training/service';
+import type { Connector, SecretStore } from '../../../app/connectors';
+import type { TrainingService } from '../../../app/training/service';
+import type { MetricFormat } from '../../../app/training/metrics';
 import { defaultWorkspaceDir } from '../../../app/workspace/paths';
 import { repoRoot } from '../../core/repoRoot';
-import { templateToJobSpec } from '../../../app/training/jobSpec';
-import { MetricSeries, MetricStreamParser, type MetricFormat } from '../../../app/training/metrics';
-import { buildTemplate, TEMPLATES } from '../../../app/training/templates';
+
+/** What the train commands use, loaded when one runs (not when `loupe` starts: connectors bring ssh2 and more). */
+async function loadLib() {
+  const [connectors, secrets, service, jobSpec, metrics, templates] = await Promise.all([
+    import('../../../app/connectors'),
+    import('../../../app/connectors/secrets'),
+    import('../../../app/training/service'),
+    import('../../../app/training/jobSpec'),
+    import('../../../app/training/metrics'),
+    import('../../../app/training/templates'),
+  ]);
+  return { ...connectors, ...secrets, ...service, ...jobSpec, ...metrics, ...templates };
+}
+let loaded: Awaited<ReturnType<typeof loadLib>> | undefined;
+const lib = async () => (loaded ??= await loadLib());
 
 interface StoreOpts {
   workspace?: string;
@@ -33,6 +45,7 @@ const workspaceOf = (o: StoreOpts): string => path.resolve(o.workspace ?? defaul
 
 /** The workspace's secret store (the one the Training page writes), or the files named by --secrets/--key-file. */
 async function store(o: StoreOpts): Promise<SecretStore> {
+  const { openWorkspaceSecretStore, workspaceSecretPaths, EncryptedFileSecretStore, ENCRYPTED_STORE_FILE } = await lib();
   if (!o.secrets && !o.keyFile) return (await openWorkspaceSecretStore(workspaceOf(o))).store;
   const p = workspaceSecretPaths(workspaceOf(o));
   const key = o.keyFile ? { keyFile: path.resolve(o.keyFile) } : { keyDir: p.keyDir, legacyKeyFile: p.legacyKeyFile };
@@ -42,6 +55,7 @@ async function store(o: StoreOpts): Promise<SecretStore> {
 /** The training service on the workspace, as the app's core builds it (without live events). */
 async function service(o: StoreOpts): Promise<TrainingService> {
   const ws = workspaceOf(o);
+  const { openWorkspaceSecretStore, createTrainingService } = await lib();
   const { store: secrets, info } = await openWorkspaceSecretStore(ws);
   return createTrainingService({ workspace: ws, secrets: o.secrets || o.keyFile ? await store(o) : secrets, secretStore: info, packageRoot: repoRoot() });
 }
@@ -63,6 +77,7 @@ function readJson(file: string, what: string): unknown {
 }
 
 async function connector(o: ConnOpts): Promise<Connector> {
+  const { createConnector } = await lib();
   if (o.local) return createConnector({ kind: 'local', name: 'local', root: path.resolve(o.local) }, await store(o));
   if (!o.connection) throw new Error('give --connection <file.json> (see app/connectors/index.ts ConnectionConfigSchema) or --local <jobs-dir>');
   return createConnector(readJson(o.connection, '--connection'), await store(o), process.env.LOUPE_DEBUG ? (l) => process.stderr.write(`${l}\n`) : undefined);
@@ -100,7 +115,8 @@ const collect = (v: string, prev: string[]): string[] => [...prev, v];
 
 /** Report an error a user can act on and set a failing exit code (no process.exit: in-process callers keep running). */
 function fail(e: unknown): void {
-  const msg = e instanceof ConnectorError ? `${e.message} [${e.code}]` : e instanceof Error ? e.message : String(e);
+  const ConnectorError = loaded?.ConnectorError;
+  const msg = ConnectorError && e instanceof ConnectorError ? `${e.message} [${e.code}]` : e instanceof Error ? e.message : String(e);
   process.stderr.write(`loupe train: ${msg}\n`);
   process.exitCode = 1;
 }
@@ -128,6 +144,7 @@ async function target(o: ConnOpts, id: string): Promise<{ c: Connector; id: stri
 }
 
 async function followPrint(c: Connector, id: string, format: MetricFormat | undefined, mask: (text: string) => string = (t) => t): Promise<number> {
+  const { MetricStreamParser, MetricSeries } = await lib();
   const parser = format ? new MetricStreamParser(format) : null;
   const series = new MetricSeries();
   const res = await c.follow(id, {
@@ -156,7 +173,8 @@ export function register(program: Command): void {
     .command('templates')
     .description('list training templates')
     .option('--json', 'print JSON')
-    .action((o: { json?: boolean }) => {
+    .action(async (o: { json?: boolean }) => {
+      const { TEMPLATES } = await lib();
       const rows = TEMPLATES.map((t) => ({ id: t.id, title: t.title, source: t.source }));
       if (o.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
       else for (const r of rows) process.stdout.write(`${r.id.padEnd(32)} ${r.title}\n`);
@@ -168,7 +186,8 @@ export function register(program: Command): void {
     .option('--params <file>', 'parameters JSON')
     .option('--set <key=value>', 'override one parameter (repeatable; dotted keys)', collect, [] as string[])
     .option('--json', 'print the whole output as JSON')
-    .action((id: string, o: { params?: string; set: string[]; json?: boolean }) => {
+    .action(async (id: string, o: { params?: string; set: string[]; json?: boolean }) => {
+      const { buildTemplate } = await lib();
       try {
         const out = buildTemplate(id, params(o));
         if (o.json) return void process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
@@ -194,6 +213,7 @@ export function register(program: Command): void {
       .option('--secret-env <ENV=name>', 'give the job environment variable ENV from the workspace secret <name> (repeatable)', collect, [] as string[])
       .option('--follow', 'follow the log until the job ends'),
   ).action(async (id: string, o: ConnOpts & { params?: string; set: string[]; name?: string; cwd?: string; follow?: boolean; secretEnv: string[] }) => {
+    const { buildTemplate, templateToJobSpec } = await lib();
     try {
       const out = buildTemplate(id, params(o));
       if (direct(o)) {
@@ -307,7 +327,8 @@ export function register(program: Command): void {
     .description('parse a trainer log or JSONL file and print the last value of each metric')
     .option('--format <format>', 'auto|verl-console|verl-jsonl|openrlhf|ms-swift', 'auto')
     .option('--json', 'print every series as JSON')
-    .action((file: string, o: { format: MetricFormat; json?: boolean }) => {
+    .action(async (file: string, o: { format: MetricFormat; json?: boolean }) => {
+      const { MetricStreamParser, MetricSeries } = await lib();
       try {
         const p = new MetricStreamParser(o.format);
         const s = new MetricSeries();

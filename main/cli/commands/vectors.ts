@@ -3,7 +3,6 @@
  * suites; prints differences and, last, `N passed, M failed[, K skipped]`. Exit code 0 only when none failed.
  */
 import type { Command } from 'commander';
-import { formatReport, loadVectors, runVectors } from '../../../app/vectors/runner';
 
 export function register(program: Command): void {
   program
@@ -12,7 +11,8 @@ export function register(program: Command): void {
     .argument('<file>', 'a vectors JSON file: an array of {suite, name, input, expected}')
     .option('--suite <suite>', 'only run cases of this suite')
     .option('--verbose', 'print every failure in full and every passing case')
-    .action((file: string, opts: { suite?: string; verbose?: boolean }) => {
+    .action(async (file: string, opts: { suite?: string; verbose?: boolean }) => {
+      const { formatReport, loadVectors, runVectors } = await import('../../../app/vectors/runner');
       const cases = loadVectors(file);
       const summary = runVectors(cases, { suite: opts.suite });
       if (opts.suite && summary.results.length === 0) {

@@ -4,33 +4,39 @@ import type { browseCalls, GroupStat } from '../../../app/contract';
 import { attachRunImages } from '../../../app/importers/attach';
 import type { RunIndexService } from '../../../app/browse/runIndex';
 import { QueryError, SliceStore } from '../../../app/browse/query';
-import { accuracy, accuracyByToolUse, accuracyTable, pairedCompare, toolUse, type AccuracyStat, type StatRow } from '../../../app/sweeps/stats';
+import { pairedCompare } from '../../../app/sweeps/stats';
+import { indexStats, type IndexGroupStat } from '../../../app/browse/query/indexStats';
 import type { CoreContext } from '../context';
 import type { LabelService } from '../../../app/labels';
 import { exportRunData } from '../../../app/training/exportRuns';
 
 const fin = (x: number): number | null => (Number.isFinite(x) ? x : null);
 
-function group(key: Record<string, string | null>, a: AccuracyStat, rows: readonly StatRow[]): GroupStat {
-  const tu = toolUse(rows);
-  return { key, n: a.n, correct: a.correct, accuracy: fin(a.accuracy), ci: { lo: fin(a.wilson.lo), hi: fin(a.wilson.hi) }, rapr: fin(tu.rapr), callsPerSample: fin(tu.callsPerSample), toolErrorRate: fin(tu.toolErrorRate) };
-}
-
 /**
  * The sample index of some runs with the label column current: labels change in the label service, and the
  * index (cached per run set) takes the new union of labels per sample only when the service's version moved.
  */
 export function labelledIndex(runIndex: RunIndexService, labels: LabelService) {
-  const seen = new WeakMap<object, number>();
+  const seen = new WeakMap<object, { version: number; size: number }>();
   return async (runIds: readonly string[]) => {
     const entry = await runIndex.index(runIds);
     await labels.ready();
-    if (seen.get(entry) !== labels.version) {
+    const s = seen.get(entry.index);
+    // Re-apply when the labels changed or the index grew (a live run's new rows).
+    if (!s || s.version !== labels.version || s.size !== entry.index.size) {
       entry.index.applyLabels(labels.bySample());
-      seen.set(entry, labels.version);
+      seen.set(entry.index, { version: labels.version, size: entry.index.size });
     }
     return entry;
   };
+}
+
+/** A stats request for some runs was overtaken by a newer one for the same runs (a changed filter). */
+export class SupersededError extends Error {
+  constructor() {
+    super('superseded by a newer statistics request for the same runs');
+    this.name = 'SupersededError';
+  }
 }
 
 /** Handlers of the Runs, Sample and Compare domain. */
@@ -42,17 +48,9 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
   const slices = new SliceStore(ctx.workspace);
   const sliceViews = async () => (await slices.list()).map((x) => ({ name: x.name, query: x.query, updatedAt: x.updatedAt }));
 
-  const rowsFor = async (runIds: readonly string[], query: string): Promise<StatRow[]> => {
-    if (!query.trim()) return (await Promise.all(runIds.map((id) => service.statRows(id)))).flat();
-    const { index, where } = await withLabels(runIds);
-    const ids = index.filter(query);
-    const out: StatRow[] = [];
-    for (const id of ids) {
-      const w = where[id];
-      if (w) out.push((await service.scan(w.run)).rows[w.line]!);
-    }
-    return out;
-  };
+  // The newest stats request per run set: an older one still waiting (for the index, or its turn) gives up.
+  const statsGeneration = new Map<string, number>();
+  const yieldNow = () => new Promise<void>((resolve) => setImmediate(resolve));
 
   return {
     'runs:list': async () => {
@@ -60,8 +58,11 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
       return Promise.all(
         listed.map(async (r) => {
           if (!r.manifest) return { id: r.id, manifest: null, error: r.error, samples: 0, correct: 0, unreadable: 0 };
-          const scan = await service.scan(r.id);
-          return { id: r.id, manifest: r.manifest, samples: scan.rows.length, correct: scan.rows.filter((x) => x.correct).length, unreadable: scan.unreadable };
+          const t = await service.table(r.id);
+          const correct = t.index.bool('correct');
+          let k = 0;
+          for (let i = 0; i < t.index.size; i++) k += correct[i]!;
+          return { id: r.id, manifest: r.manifest, samples: t.index.size, correct: k, unreadable: t.unreadable };
         }),
       );
     },
@@ -104,18 +105,24 @@ export function browseHandlers(ctx: CoreContext, deps: { runIndex: RunIndexServi
     },
     'samples:get': ({ runId, qid }) => service.get(runId, qid),
     'runs:stats': async ({ runIds, query }) => {
-      const rows = await rowsFor(runIds, query);
-      const overall = accuracy(rows);
-      const tu = toolUse(rows);
-      const split = accuracyByToolUse(rows);
-      const toGroup = (g: ReturnType<typeof accuracyTable>[number]): GroupStat => ({ key: g.key, n: g.n, correct: g.correct, accuracy: fin(g.accuracy), ci: { lo: fin(g.wilson.lo), hi: fin(g.wilson.hi) }, rapr: fin(g.rapr), callsPerSample: fin(g.callsPerSample), toolErrorRate: fin(g.toolErrorRate) });
+      const key = [...new Set(runIds)].sort().join('\u0000');
+      const gen = (statsGeneration.get(key) ?? 0) + 1;
+      statsGeneration.set(key, gen);
+      const { index } = await withLabels(runIds);
+      // Let a newer request for the same runs (the filter changed again) take over before any work is done.
+      await yieldNow();
+      if (statsGeneration.get(key) !== gen) throw new SupersededError();
+      statsGeneration.delete(key); // what follows is synchronous: no request can overtake it now
+      const s = indexStats(index, query.trim() ? index.filter(query) : undefined);
+      const toGroup = (g: IndexGroupStat): GroupStat => ({ key: g.key, n: g.n, correct: g.correct, accuracy: fin(g.accuracy), ci: { lo: fin(g.wilson.lo), hi: fin(g.wilson.hi) }, rapr: fin(g.rapr), callsPerSample: fin(g.callsPerSample), toolErrorRate: fin(g.toolErrorRate) });
+      const tu = s.toolUse;
       return {
-        overall: group({}, overall, rows),
-        byBench: accuracyTable(rows, ['bench']).map(toGroup),
-        byCategory: accuracyTable(rows, ['bench', 'category']).map(toGroup),
+        overall: toGroup(s.overall),
+        byBench: s.byBench.map(toGroup),
+        byCategory: s.byCategory.map(toGroup),
         toolUse: { n: tu.n, rapr: fin(tu.rapr), callsPerSample: fin(tu.callsPerSample), toolErrorRate: fin(tu.toolErrorRate), stopReasons: tu.stopReasons, callHistogram: [...tu.callHistogram] },
-        withTool: { n: split.withTool.n, accuracy: fin(split.withTool.accuracy), ci: { lo: fin(split.withTool.wilson.lo), hi: fin(split.withTool.wilson.hi) } },
-        withoutTool: { n: split.withoutTool.n, accuracy: fin(split.withoutTool.accuracy), ci: { lo: fin(split.withoutTool.wilson.lo), hi: fin(split.withoutTool.wilson.hi) } },
+        withTool: { n: s.withTool.n, accuracy: fin(s.withTool.accuracy), ci: { lo: fin(s.withTool.wilson.lo), hi: fin(s.withTool.wilson.hi) } },
+        withoutTool: { n: s.withoutTool.n, accuracy: fin(s.withoutTool.accuracy), ci: { lo: fin(s.withoutTool.wilson.lo), hi: fin(s.withoutTool.wilson.hi) } },
       };
     },
     'slices:list': () => sliceViews(),

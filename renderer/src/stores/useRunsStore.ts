@@ -160,13 +160,11 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
       set({ stats: null });
       return;
     }
-    await get().ensurePage(0);
-    try {
-      const q = get().problem ? '' : query;
-      const { runs, pool } = get();
-      const byId = new Map(runs.map((r) => [r.id, r]));
-      const groups = pool && selected.length > 1 ? [selected] : selected.map((id) => [id]);
-      const stats = await Promise.all(
+    const { runs, pool } = get();
+    const byId = new Map(runs.map((r) => [r.id, r]));
+    const groups = pool && selected.length > 1 ? [selected] : selected.map((id) => [id]);
+    const statsFor = (q: string) =>
+      Promise.all(
         groups.map(async (ids): Promise<RunStatsEntry> => {
           const one = ids.length === 1 ? byId.get(ids[0]!) : undefined;
           return {
@@ -177,6 +175,17 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
           };
         }),
       );
+    // Rows and statistics are asked for together: the panel no longer waits for the table's round trip.
+    const early = statsFor(query).then(
+      (stats) => ({ stats }),
+      () => null,
+    );
+    await get().ensurePage(0);
+    try {
+      // A filter the core rejected: the statistics of everything, as before, rather than none.
+      const got = get().problem ? { stats: await statsFor('') } : await early;
+      if (!got) throw new Error('no statistics');
+      const { stats } = got;
       if (get().version === version) set({ stats });
     } catch {
       if (get().version === version) set({ stats: null });
