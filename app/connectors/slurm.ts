@@ -132,6 +132,20 @@ export interface SlurmSshOptions {
 }
 
 const JOB_ID_RE = /^\d+(?:_\d+)?$/;
+const ARRAY_RE = /^\d{1,6}(?:-\d{1,6})?(?:,\d{1,6}(?:-\d{1,6})?)*(?:%\d{1,4})?$/;
+
+/** Indices of an ArrayTaskId field: `3`, `2-3`, `4,6-7`, `0-9%2` (the throttle after % is not an index). */
+export function arrayIndices(field: string): number[] {
+  const out: number[] = [];
+  for (const part of field.split('%')[0]!.split(',')) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!m) continue;
+    const a = Number(m[1]);
+    const b = m[2] !== undefined ? Number(m[2]) : a;
+    for (let i = a; i <= b && out.length < 100_000; i++) out.push(i);
+  }
+  return out;
+}
 const SACCT_MARK = '@@LOUPE_SACCT@@';
 
 export class SlurmSshConnector implements Connector {
@@ -174,7 +188,11 @@ export class SlurmSshConnector implements Connector {
     const where = 'slurm-ssh submit';
     // Every value of a header line is checked here, where the line is written: one line each, nothing more.
     checkJobName(spec.name, where);
-    const lines = ['#!/bin/bash', `#SBATCH --job-name=${spec.name}`, `#SBATCH --output=${this.o.remoteDir.replace(/\/+$/, '')}/loupe-%j.out`];
+    if (r.array !== undefined && !ARRAY_RE.test(r.array)) throw new ConnectorError('invalid', where, `array ${JSON.stringify(r.array)} must look like 0-3, 2, 1,3 or 0-9%2`);
+    // An array task's log is loupe-<array job>_<index>.out, so logPath(`<job>_<index>`) finds it as for any job.
+    const out = r.array !== undefined ? 'loupe-%A_%a.out' : 'loupe-%j.out';
+    const lines = ['#!/bin/bash', `#SBATCH --job-name=${spec.name}`, `#SBATCH --output=${this.o.remoteDir.replace(/\/+$/, '')}/${out}`];
+    if (r.array !== undefined) lines.push(`#SBATCH --array=${r.array}`);
     const partition = r.partition ?? this.o.partition;
     if (partition) {
       checkSlurmValue(SlurmPartitionSchema, partition, 'partition', where);
@@ -265,6 +283,27 @@ export class SlurmSshConnector implements Connector {
       rawState: 'not-found',
       message: `job ${id} is in neither squeue/scontrol nor the completion log (sacct -c): it was purged, never existed on this cluster, or accounting is off`,
     };
+  }
+
+  /**
+   * Every task of an array job, in ONE command: index → status. Tasks not yet split off (`ArrayTaskId=2-3`) are
+   * pending; a task slurmctld no longer lists is absent from the map (the caller decides what that means).
+   */
+  async arrayTasks(arrayId: string): Promise<Map<number, JobStatus>> {
+    if (!/^\d+$/.test(arrayId)) throw new ConnectorError('invalid', 'slurm-ssh array', `${JSON.stringify(arrayId)} is not a Slurm array job id`);
+    const r = await this.run(`${this.env()}scontrol show job -o ${arrayId} 2>&1`);
+    const text = r.stdout.toString('utf8');
+    const out = new Map<number, JobStatus>();
+    if (r.code !== 0) {
+      if (/Invalid job id/i.test(text + r.stderr)) return out;
+      throw new ConnectorError('backend', `slurm-ssh array ${arrayId}`, `scontrol failed (exit ${r.code}): ${(text + r.stderr).trim()}`);
+    }
+    for (const line of text.split('\n')) {
+      const f = parseScontrolLine(line);
+      if (f.ArrayJobId !== arrayId || !f.ArrayTaskId) continue;
+      for (const i of arrayIndices(f.ArrayTaskId)) out.set(i, statusFromScontrol(`${arrayId}_${i}`, f));
+    }
+    return out;
   }
 
   async status(id: string): Promise<JobStatus> {

@@ -3,6 +3,7 @@
  * reconnect on the next command after a drop, and errors mapped to ConnectorError codes.
  */
 import { createHmac } from 'node:crypto';
+import net from 'node:net';
 import { Client, type ClientChannel } from 'ssh2';
 import { ConnectorError } from './types';
 
@@ -62,6 +63,19 @@ export function knownHostsMatch(knownHosts: string, host: string, port: number, 
     if (Buffer.from(keyB64, 'base64').equals(keyBlob)) return 'match';
   }
   return sawHost ? 'mismatch' : 'absent';
+}
+
+/** A running local port forward. */
+export interface SshTunnel {
+  /** The local port on 127.0.0.1. */
+  readonly localPort: number;
+  /** host:port as the SSH server reaches it. */
+  readonly target: string;
+  readonly closed: boolean;
+  /** Why the last forwarded connection failed (SSH down, nothing listening on the target), if one did. */
+  readonly lastError: string | undefined;
+  close(): Promise<void>;
+  onClose(handler: (why: string) => void): void;
 }
 
 export class SshSession {
@@ -207,6 +221,66 @@ export class SshSession {
         else stream.end();
       });
     });
+  }
+
+  /**
+   * A local port forward (ssh -L): a listener on 127.0.0.1:`localPort` (0 = any free port) whose connections are
+   * carried over this SSH connection to `remoteHost:remotePort` as seen from the SSH server. A dropped SSH
+   * connection is reopened by the next local connection; `close()` stops listening and ends the open streams.
+   */
+  async forwardLocal(remoteHost: string, remotePort: number, localPort = 0): Promise<SshTunnel> {
+    await this.connect(); // fail now (auth, host key, unreachable), not at the first request
+    const sockets = new Set<net.Socket>();
+    const closeHandlers: Array<(why: string) => void> = [];
+    let closed = false;
+    let lastError: string | undefined;
+    const server = net.createServer((sock) => {
+      sockets.add(sock);
+      sock.on('close', () => sockets.delete(sock));
+      sock.on('error', () => sock.destroy());
+      this.connect().then(
+        (c) =>
+          c.forwardOut('127.0.0.1', sock.remotePort ?? 0, remoteHost, remotePort, (err, stream) => {
+            if (err) {
+              lastError = `${remoteHost}:${remotePort} refused the forwarded connection (${err.message})`;
+              sock.destroy();
+              return;
+            }
+            lastError = undefined;
+            sock.pipe(stream).pipe(sock);
+            stream.on('error', () => sock.destroy());
+            stream.on('close', () => sock.destroy());
+            sock.on('close', () => stream.destroy());
+          }),
+        (e: unknown) => {
+          lastError = e instanceof Error ? e.message : String(e);
+          sock.destroy();
+        },
+      );
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      server.once('error', (e) => reject(new ConnectorError('invalid', this.where, `cannot listen on 127.0.0.1:${localPort} for the tunnel: ${e.message}`)));
+      server.listen(localPort, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port));
+    });
+    const close = async (why = 'closed'): Promise<void> => {
+      if (closed) return;
+      closed = true;
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+      for (const h of closeHandlers) h(why);
+    };
+    return {
+      localPort: port,
+      target: `${remoteHost}:${remotePort}`,
+      get closed() {
+        return closed;
+      },
+      get lastError() {
+        return lastError;
+      },
+      close: () => close(),
+      onClose: (h) => closeHandlers.push(h),
+    };
   }
 
   /** Close the connection (a later exec reconnects). */

@@ -21,6 +21,11 @@ export interface JobResources {
   timeLimitMin?: number;
   /** Slurm partition. */
   partition?: string;
+  /**
+   * Slurm only: an array (`0-3`, `2`, `0-9%2`): one task per index, each with its own log; task ids are
+   * `<job>_<index>` (status, logs, cancel take them).
+   */
+  array?: string;
 }
 
 /** What to run. `script` is a bash script body (a `#!` line is added when missing). */

@@ -13,6 +13,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor, cat, env } from '@huggingface/transformers';
+import onnxruntime from 'onnxruntime-node';
 import type { EngineDevice, EngineDtype, EngineDtypeSpec, EngineImage, EngineInfo, GenerateResult } from '../../app/engines/types';
 import { SMALL_MODEL_BYTES } from '../../app/engines/local/protocol';
 import type { LoadOptions, WireGenerateRequest } from '../../app/engines/local/protocol';
@@ -95,6 +96,14 @@ export interface RuntimeHooks {
 
 const i64 = (xs: ArrayLike<number | bigint>, dims: number[]) =>
   new Tensor('int64', BigInt64Array.from(Array.from(xs, (x) => BigInt(x))), dims);
+/** The onnxruntime tensor inside a transformers.js tensor. */
+const ort = (t: AnyTensor): unknown => (t as unknown as { ort_tensor: unknown }).ort_tensor;
+/** The slice of onnxruntime's InferenceSession that decodeStep uses (fetches: outputs written into given tensors). */
+interface OrtSession {
+  inputNames: readonly string[];
+  outputNames: readonly string[];
+  run(feeds: Record<string, unknown>, fetches: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
 /** An all-ones int64 [1, n] attention mask. */
 const ones = (n: number) => new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
 
@@ -110,6 +119,9 @@ export class QwenVLRuntime {
    */
   private head: { ids: number[]; past: Record<string, AnyTensor> } | null = null;
   private readonly images = new Map<string, PreparedImage>();
+  /** Decode steps on reused output buffers (see decodeStep); 'off' after an export it cannot handle. */
+  private kvReuse: 'on' | 'off' = 'on';
+  private readonly arena = { kv: new Map<string, [Float32Array, Float32Array]>(), logits: new Float32Array(0), mask: new BigInt64Array(0) };
   private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(
@@ -403,13 +415,13 @@ export class QwenVLRuntime {
       }
       const n = L + generated.length; // tokens whose KV will exist after this step
       const p = L + generated.length - 1 + delta;
-      out = await this.model.forward({
+      out = (await this.decodeStep(tok, n, p, past)) ?? (await this.model.forward({
         input_ids: i64([tok], [1, 1]),
         attention_mask: ones(n),
         position_ids: i64([p, p, p], [3, 1, 1]),
         past_key_values: past,
         num_logits_to_keep: new Tensor('int64', [1n], []),
-      });
+      }));
     }
     if (stream && text.length > emitted) hooks.onToken!(text.slice(emitted));
     if (past && this.kvCache) {
@@ -428,6 +440,82 @@ export class QwenVLRuntime {
       prefillMs: t1 - t0,
       decodeMs: t2 - t1,
     };
+  }
+
+  /**
+   * One decode step run on the decoder session itself, its outputs (every layer's present key/value and the logits)
+   * written by onnxruntime into buffers this runtime keeps, instead of `model.forward`, whose outputs are fresh
+   * arrays on every step: a step's KV is the whole context (past + 1), so those copies were most of the engine
+   * worker's garbage. Two buffers per present output, used in turn: a step reads the past from one (or from the
+   * prefill's outputs) and writes the present into the other; they grow (doubling) when the context outgrows them.
+   * Returns null (and the caller uses `model.forward`) where the decoder's inputs are not the ones handled here, or
+   * where onnxruntime refused the bound outputs once (then never tried again).
+   */
+  private async decodeStep(tok: number, n: number, p: number, past: Record<string, AnyTensor>): Promise<Record<string, AnyTensor> | null> {
+    if (this.kvReuse === 'off') return null;
+    const session = this.model.sessions['decoder_model_merged'] as unknown as OrtSession | undefined;
+    const known = new Set(['inputs_embeds', 'attention_mask', 'position_ids', 'num_logits_to_keep']);
+    if (!session || !session.inputNames.every((k) => known.has(k) || k in past) || !session.outputNames.includes('logits')) {
+      this.kvReuse = 'off';
+      return null;
+    }
+    const embeds = await this.model.encode_text({ input_ids: i64([tok], [1, 1]) });
+    const a = this.arena;
+    if (a.mask.length < n) a.mask = new BigInt64Array(Math.max(n, a.mask.length * 2)).fill(1n);
+    const feeds: Record<string, unknown> = {
+      inputs_embeds: ort(embeds),
+      attention_mask: ort(new Tensor('int64', a.mask.subarray(0, n), [1, n])),
+      position_ids: ort(i64([p, p, p], [3, 1, 1])),
+    };
+    if (session.inputNames.includes('num_logits_to_keep')) feeds['num_logits_to_keep'] = ort(new Tensor('int64', [1n], []));
+    const fetches: Record<string, unknown> = {};
+    const bound: Record<string, AnyTensor> = {};
+    for (const name of session.outputNames) {
+      if (name === 'logits') continue;
+      const pastName = name.replace('present', 'past_key_values');
+      const prev = past[pastName];
+      if (!prev || prev.type !== 'float32' || prev.dims.length !== 4) {
+        this.kvReuse = 'off';
+        return null;
+      }
+      feeds[pastName] = ort(prev);
+      const [b, h, t, d] = prev.dims as [number, number, number, number];
+      const size = b * h * (t + 1) * d;
+      let pair = a.kv.get(name);
+      if (!pair || pair[0].length < size) {
+        // room for twice this context, so the next steps (and turns) reuse it
+        pair = [new Float32Array(size * 2), new Float32Array(size * 2)];
+        a.kv.set(name, pair);
+      }
+      const target = (prev.data as Float32Array).buffer === pair[0].buffer ? pair[1] : pair[0];
+      const view = target.subarray(0, size);
+      // onnxruntime-node writes into a given output only if it is its own Tensor class (transformers.js' tensors wrap
+      // another copy of onnxruntime-common's)
+      fetches[name] = new onnxruntime.Tensor('float32', view, [b, h, t + 1, d]);
+      bound[name] = new Tensor('float32', view, [b, h, t + 1, d]);
+    }
+    const V = this.model.config.text_config?.vocab_size ?? (this.model.config as { vocab_size?: number }).vocab_size;
+    if (V) {
+      if (a.logits.length !== V) a.logits = new Float32Array(V);
+      fetches['logits'] = new onnxruntime.Tensor('float32', a.logits, [1, 1, V]);
+      bound['logits'] = new Tensor('float32', a.logits, [1, 1, V]);
+    } else {
+      fetches['logits'] = null;
+    }
+    let res: Record<string, unknown>;
+    try {
+      res = await session.run(feeds, fetches);
+    } catch {
+      // e.g. an export whose output shapes differ from the ones bound here: forward() takes over, for good
+      this.kvReuse = 'off';
+      return null;
+    }
+    const out: Record<string, AnyTensor> = {};
+    for (const [k, v] of Object.entries(res)) {
+      const r = v as { type: string; data: Float32Array; dims: number[] };
+      out[k] = bound[k] ?? new Tensor(r.type as 'float32', r.data, r.dims);
+    }
+    return out;
   }
 
   /** Drops the cross-turn KV cache (e.g. before a new episode). */

@@ -11,66 +11,8 @@
  * pixels, so Loupe uses these.
  */
 
-const PRECISION_BITS = 32 - 8 - 2;
-const HALF = 1 << (PRECISION_BITS - 1);
-const ONE = 1 << PRECISION_BITS;
-
-function bicubic(x: number): number {
-  const a = -0.5;
-  if (x < 0) x = -x;
-  if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
-  if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;
-  return 0;
-}
-const SUPPORT = 2;
-
-interface Coeffs {
-  ksize: number;
-  /** [xmin, count] per output pixel, with zero weights trimmed off both ends (they add nothing). */
-  bounds: Int32Array;
-  /** Fixed-point weights, ksize per output pixel; the first `count` are used. */
-  kk: Int32Array;
-}
-
-function precompute(inSize: number, outSize: number): Coeffs {
-  const scale = inSize / outSize;
-  const filterscale = scale < 1 ? 1 : scale;
-  const support = SUPPORT * filterscale;
-  const ksize = Math.ceil(support) * 2 + 1;
-  const bounds = new Int32Array(outSize * 2);
-  const kk = new Int32Array(outSize * ksize);
-  const w = new Float64Array(ksize);
-  const q = new Int32Array(ksize);
-  const ss = 1 / filterscale;
-  for (let xx = 0; xx < outSize; xx++) {
-    const center = (xx + 0.5) * scale;
-    // C `(int)` truncates toward zero.
-    let xmin = Math.trunc(center - support + 0.5);
-    if (xmin < 0) xmin = 0;
-    let xmax = Math.trunc(center + support + 0.5);
-    if (xmax > inSize) xmax = inSize;
-    xmax -= xmin;
-    let ww = 0;
-    for (let x = 0; x < xmax; x++) {
-      const v = bicubic((x + xmin - center + 0.5) * ss);
-      w[x] = v;
-      ww += v;
-    }
-    for (let x = 0; x < xmax; x++) {
-      const k = ww !== 0 ? w[x]! / ww : w[x]!;
-      q[x] = k < 0 ? Math.trunc(-0.5 + k * ONE) : Math.trunc(0.5 + k * ONE);
-    }
-    // Trim zero weights at both ends: exact (they add 0), and most windows become 4 taps.
-    let a = 0;
-    let b = xmax;
-    while (a < b && q[a] === 0) a++;
-    while (b > a && q[b - 1] === 0) b--;
-    for (let x = a; x < b; x++) kk[xx * ksize + x - a] = q[x]!;
-    bounds[xx * 2] = xmin + a;
-    bounds[xx * 2 + 1] = b - a;
-  }
-  return { ksize, bounds, kk };
-}
+import { HALF, PRECISION_BITS, type Coeffs, precompute, sourceSpan } from './pilCoeffs';
+import { wasmResampleAvailable, wasmResizeRows } from './pilResampleWasm';
 
 // Kernels. Products are int32 (`Math.imul`, which V8 also compiles tighter than `*`) and their sums
 // stay within int32 (the C code's headroom bits), so the JS arithmetic is exact; `>> PRECISION_BITS`
@@ -200,37 +142,29 @@ function plan(w: number, h: number, outW: number, outH: number): Plan {
   return { needH: outW !== w, needV: outH !== h, ch: precompute(w, outW), cv: precompute(h, outH) };
 }
 
-/** The source rows [first, last) that output rows [from, to) read (the horizontal pass computes only these). */
-function sourceSpan(cv: Coeffs, from: number, to: number): [number, number] {
-  let first = Infinity;
-  let last = -Infinity;
-  for (let yy = from; yy < to; yy++) {
-    const a = cv.bounds[yy * 2]!;
-    const n = cv.bounds[yy * 2 + 1]!;
-    if (n === 0) continue;
-    if (a < first) first = a;
-    if (a + n > last) last = a + n;
-  }
-  return first < last ? [first, last] : [0, 0];
-}
-
 function clamped(a: Uint8Array): Uint8ClampedArray {
   return new Uint8ClampedArray(a.buffer, a.byteOffset, a.byteLength);
 }
 
+/** Which kernels compute the rows: 'auto' = WebAssembly SIMD where it runs, else TypeScript. */
+export type PilKernels = 'auto' | 'ts';
+
 /**
  * Output rows [from, to) of the resize of `src` (w×h RGB) to outW×outH, written into `out`
  * (outW×outH×3 bytes; other rows untouched). Each output row's bytes depend only on the source, so
- * any split of the rows gives the same image. `scratch.bytes` holds the horizontal pass's rows (grown
- * when too small), so a caller that keeps it across calls spares the page faults of new memory.
+ * any split of the rows gives the same image. `scratch.bytes` holds the TS horizontal pass's rows
+ * (grown when too small), so a caller that keeps it across calls spares the page faults of new memory.
  */
-export function pilResizeBicubicRGBRows(src: Uint8Array, w: number, h: number, outW: number, outH: number, out: Uint8Array, from: number, to: number, scratch: { bytes: Uint8Array } = { bytes: new Uint8Array(0) }): void {
+export function pilResizeBicubicRGBRows(src: Uint8Array, w: number, h: number, outW: number, outH: number, out: Uint8Array, from: number, to: number, scratch: { bytes: Uint8Array } = { bytes: new Uint8Array(0) }, kernels: PilKernels = 'auto'): void {
   checkArgs(src, w, h, outW, outH);
   if (out.length !== outW * outH * 3) throw new Error(`pilResizeBicubicRGBRows: output is ${out.length} bytes, expected ${outW}×${outH}×3`);
   if (!(Number.isInteger(from) && Number.isInteger(to) && from >= 0 && to <= outH && from <= to)) throw new Error(`pilResizeBicubicRGBRows: bad rows [${from}, ${to})`);
+  if (from === to) return;
   const p = plan(w, h, outW, outH);
   if (!p.needH && !p.needV) {
     out.set(src.subarray(from * w * 3, to * w * 3), from * w * 3);
+  } else if (kernels === 'auto' && wasmResizeRows(src, w, outW, out, from, to, p.needH, p.needV, p.ch, p.cv)) {
+    // done by the WebAssembly kernels
   } else if (!p.needV) {
     horizontal(src, w, 0, clamped(out), outW, p.ch, from, to);
   } else if (!p.needH) {
@@ -246,32 +180,49 @@ export function pilResizeBicubicRGBRows(src: Uint8Array, w: number, h: number, o
 }
 
 /** Resize packed 8-bit RGB `src` (w×h) to outW×outH exactly as Pillow's BICUBIC resize does. */
-export function pilResizeBicubicRGB(src: Uint8Array, w: number, h: number, outW: number, outH: number): Uint8Array {
+export function pilResizeBicubicRGB(src: Uint8Array, w: number, h: number, outW: number, outH: number, kernels: PilKernels = 'auto'): Uint8Array {
   checkArgs(src, w, h, outW, outH);
   if (outW === w && outH === h) return src.slice();
   const out = new Uint8Array(outW * outH * 3);
-  pilResizeBicubicRGBRows(src, w, h, outW, outH, out, 0, outH);
+  pilResizeBicubicRGBRows(src, w, h, outW, outH, out, 0, outH, undefined, kernels);
   return out;
+}
+
+/** Output rows per slice of the async version: the WebAssembly kernels do ~64 rows of a 4K image in a few ms. */
+function sliceRows(outW: number, ksize: number, sliceOps: number): number {
+  return Math.max(1, Math.floor(sliceOps / Math.max(1, outW * ksize * 3)));
 }
 
 /**
  * The same, in slices of about `sliceOps` multiply-adds with an event-loop turn between slices, so a
  * 4K resize on the main thread never blocks it for long. Same bytes as `pilResizeBicubicRGB`.
+ * Each slice is a band of output rows computed whole (the WebAssembly kernels), or, with the TS
+ * kernels, the horizontal pass then the vertical pass in row slices.
  */
-export async function pilResizeBicubicRGBAsync(src: Uint8Array, w: number, h: number, outW: number, outH: number, sliceOps = 2_000_000): Promise<Uint8Array> {
+export async function pilResizeBicubicRGBAsync(src: Uint8Array, w: number, h: number, outW: number, outH: number, sliceOps = 2_000_000, kernels: PilKernels = 'auto'): Promise<Uint8Array> {
   checkArgs(src, w, h, outW, outH);
   const p = plan(w, h, outW, outH);
   if (!p.needH && !p.needV) return src.slice();
   const tick = () => new Promise<void>((r) => setImmediate(r));
+  const out = new Uint8Array(outW * outH * 3);
+  if (kernels === 'auto' && (!p.needV || outW * 3 >= 16) && wasmResampleAvailable()) {
+    // Bands of at least 32 rows, so the source rows two bands share (the vertical window) stay a
+    // small part of each band's horizontal pass; the WebAssembly kernels are ~10x the TS ones.
+    const step = Math.max(32, sliceRows(outW, p.ch.ksize + p.cv.ksize, sliceOps * 10));
+    for (let y = 0; y < outH; y += step) {
+      if (y > 0) await tick();
+      if (!wasmResizeRows(src, w, outW, out, y, Math.min(outH, y + step), p.needH, p.needV, p.ch, p.cv)) throw new Error('pilResizeBicubicRGBAsync: the WebAssembly kernels refused a resize they had accepted');
+    }
+    return out;
+  }
   let cur = src;
   let offset = 0;
-  const out = new Uint8Array(outW * outH * 3);
   if (p.needH) {
     const [first, last] = p.needV ? sourceSpan(p.cv, 0, outH) : [0, h];
     const rows = last - first;
     cur = p.needV ? new Uint8Array(outW * rows * 3) : out;
     const curC = clamped(cur);
-    const step = Math.max(1, Math.floor(sliceOps / Math.max(1, outW * p.ch.ksize * 3)));
+    const step = sliceRows(outW, p.ch.ksize, sliceOps);
     for (let y = 0; y < rows; y += step) {
       horizontal(src, w, first, curC, outW, p.ch, y, Math.min(rows, y + step));
       if (y + step < rows) await tick();
@@ -280,7 +231,7 @@ export async function pilResizeBicubicRGBAsync(src: Uint8Array, w: number, h: nu
   }
   if (!p.needV) return cur;
   const outC = clamped(out);
-  const step = Math.max(1, Math.floor(sliceOps / Math.max(1, outW * p.cv.ksize * 3)));
+  const step = sliceRows(outW, p.cv.ksize, sliceOps);
   for (let y = 0; y < outH; y += step) {
     if (y > 0) await tick();
     vertical(cur, outW, outC, p.cv, offset, y, Math.min(outH, y + step));

@@ -18,8 +18,11 @@ import type { RowsJob } from './pilResampleWorker';
 
 type Api = { ping: (a: null) => boolean; rows: (a: RowsJob) => boolean };
 
-/** Below this many multiply-adds (about 10 ms on one core) the calling thread does it. */
-const MIN_PARALLEL_OPS = 4_000_000;
+/**
+ * Below this many multiply-adds (about 10 ms on one core with the WebAssembly kernels; a 4K
+ * resize is ~280 M) the calling thread does it.
+ */
+const MIN_PARALLEL_OPS = 40_000_000;
 
 let pool: WorkerPool<Api> | null = null;
 /** Resolves when every worker has answered a ping (null: not started or since stopped). */

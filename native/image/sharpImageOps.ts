@@ -10,8 +10,10 @@
  *   a re-encoded PNG of the un-rotated pixels, so a viewer cannot show them rotated.
  *
  * Resampling (`resampler`): 'pillow' (default) = `pilResample.ts`, byte-identical to Pillow's
- * `Image.resize(size, BICUBIC)` (the reference's default resample), in JS, sliced so it yields to the
- * event loop; it is several times slower than libvips (and ~2.4× slower than Pillow's C). 'libvips' =
+ * `Image.resize(size, BICUBIC)` (the reference's default resample), with WebAssembly SIMD kernels
+ * (`pilResample.wat`; TS kernels where SIMD is missing), on worker threads for large images and in
+ * event-loop-friendly bands otherwise; about as fast as libvips' own resize in the 4K pipeline
+ * (tests/bench/imageops.bench.ts). 'libvips' =
  * sharp's `cubic` kernel: the same Catmull-Rom (a = -0.5) kernel, but libvips box-shrinks first for
  * reductions ≥ 2×, upsamples through a different path and rounds its fixed point differently: vs
  * Pillow, a mean |Δ| of ~0.2–0.3 levels (max ~9) on plain downscales and ~3.2 (max 81) on the bench's
@@ -249,10 +251,16 @@ export class SharpImageOps implements ImageOps {
     if (l < 0 || t < 0 || r > d.width || b > d.height || r <= l || b <= t) {
       throw new ImageError('bad-box', `crop of ${src.id}: box [${box.join(', ')}] is empty or outside the ${d.width}×${d.height} image`);
     }
-    const { data, info } = await sharp(d.data, { raw: { width: d.width, height: d.height, channels: 3 } })
-      .extract({ left: l, top: t, width: r - l, height: b - t })
-      .raw()
-      .toBuffer({ resolveWithObject: true });
-    return this.storeDecoded({ data, width: info.width, height: info.height });
+    // A row copy on this thread: a few MB at most for the crops the agent loop makes, cheaper than
+    // a libvips pipeline's set-up and copies.
+    const cw = r - l;
+    const chh = b - t;
+    const data = Buffer.allocUnsafe(cw * chh * 3);
+    const rowBytes = cw * 3;
+    for (let y = 0; y < chh; y++) {
+      const from = ((t + y) * d.width + l) * 3;
+      d.data.copy(data, y * rowBytes, from, from + rowBytes);
+    }
+    return this.storeDecoded({ data, width: cw, height: chh });
   }
 }

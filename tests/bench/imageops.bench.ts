@@ -19,6 +19,7 @@ import { RESIZE_PRESETS, resizeWithPreset } from '../../app/tools/smartResize';
 import { MediaStore } from '../../app/workspace/mediaStore';
 import { findPillowPython } from '../../native/image/pillow';
 import { pilResizeBicubicRGB } from '../../native/image/pilResample';
+import { wasmResampleAvailable } from '../../native/image/pilResampleWasm';
 import { closePilResamplePool, pilResizeBicubicRGBParallel, warmPilResamplePool } from '../../native/image/pilResampleParallel';
 import { SharpImageOps } from '../../native/image/sharpImageOps';
 import { WorkerImageOps } from '../../native/image/workerImageOps';
@@ -68,11 +69,11 @@ function geometry(size: [number, number]) {
   return { cropBox: g.cropBox, zoom: g.resizedSize! };
 }
 
-type Resampler = 'libvips' | 'pillow';
+type Resampler = 'libvips' | 'pillow' | 'pillow-ts';
 
 async function resizeRaw(data: Buffer, w: number, h: number, ow: number, oh: number, resampler: Resampler): Promise<Buffer> {
-  if (resampler === 'pillow') {
-    const out = pilResizeBicubicRGB(data, w, h, ow, oh);
+  if (resampler !== 'libvips') {
+    const out = pilResizeBicubicRGB(data, w, h, ow, oh, resampler === 'pillow' ? 'auto' : 'ts');
     return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
   }
   return sharp(data, { raw: { width: w, height: h, channels: 3 } }).resize(ow, oh, { kernel: 'cubic', fit: 'fill' }).raw().toBuffer();
@@ -164,13 +165,15 @@ async function agentLoopResizes(): Promise<Array<Record<string, string | number>
   for (const [kind, w, h, ow, oh] of cases) {
     const src = noiseRGB(w, h, w * 7 + h);
     const r = await interleaved([
+      { name: 'ts', run: async () => void pilResizeBicubicRGB(src, w, h, ow, oh, 'ts') },
       { name: 'serial', run: async () => void pilResizeBicubicRGB(src, w, h, ow, oh) },
       { name: 'parallel', run: async () => void (await pilResizeBicubicRGBParallel(src, w, h, ow, oh)) },
     ]);
     const same = Buffer.compare(Buffer.from(pilResizeBicubicRGB(src, w, h, ow, oh)), Buffer.from(await pilResizeBicubicRGBParallel(src, w, h, ow, oh))) === 0;
-    for (const [k, label] of [['serial', 'Pillow-exact JS resize, 1 thread'], ['parallel', `Pillow-exact JS resize, ImageOps path (${os.availableParallelism()} CPUs)`]] as const) {
+    const sameTs = Buffer.compare(Buffer.from(pilResizeBicubicRGB(src, w, h, ow, oh)), Buffer.from(pilResizeBicubicRGB(src, w, h, ow, oh, 'ts'))) === 0;
+    for (const [k, label] of [['ts', 'Pillow-exact resize, TS kernels, 1 thread'], ['serial', 'Pillow-exact resize, WebAssembly SIMD, 1 thread'], ['parallel', `Pillow-exact resize, ImageOps path (${os.availableParallelism()} CPUs)`]] as const) {
       const x = r.get(k)!;
-      rows.push({ pipeline: label, median_ms: +x.median.toFixed(1), pillow_over_this: '-', max_event_loop_lag_ms: +x.maxLag.toFixed(1), p99_lag_ms: +x.p99Lag.toFixed(1), note: `${kind} ${w}x${h} → ${ow}x${oh} noise${k === 'parallel' ? `; same bytes as 1 thread: ${same}` : ''}` });
+      rows.push({ pipeline: label, median_ms: +x.median.toFixed(1), pillow_over_this: '-', max_event_loop_lag_ms: +x.maxLag.toFixed(1), p99_lag_ms: +x.p99Lag.toFixed(1), note: `${kind} ${w}x${h} → ${ow}x${oh} noise${k === 'parallel' ? `; same bytes as 1 thread: ${same}` : k === 'serial' ? `; same bytes as TS kernels: ${sameTs}` : ''}` });
     }
   }
   return rows;
@@ -203,7 +206,8 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     const inMemory = await interleaved([
       ...(py ? [{ name: 'pillow', run: async () => pillowOnce() }] : []),
       { name: 'libvips', run: async () => void (await sharpPipeline(jpeg, 'libvips')) },
-      { name: 'pillow-js', run: async () => void (await sharpPipeline(jpeg, 'pillow')) },
+      { name: 'pillow-wasm', run: async () => void (await sharpPipeline(jpeg, 'pillow')) },
+      { name: 'pillow-ts', run: async () => void (await sharpPipeline(jpeg, 'pillow-ts')) },
     ]);
     const pil = inMemory.get('pillow');
     const info = pilInfo as { pillow: string; resized: [number, number]; cropBox: number[]; zoom: [number, number] } | null;
@@ -213,9 +217,14 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     } else {
       rows.push({ pipeline: 'Pillow', median_ms: 'n/a', pillow_over_this: '-', max_event_loop_lag_ms: '-', p99_lag_ms: '-', note: `${note}; no python3 with Pillow found (set LOUPE_PYTHON)` });
     }
-    for (const [name, label] of [['libvips', 'sharp decode + libvips cubic resize, in memory'], ['pillow-js', 'sharp decode + Pillow-exact JS resize, in memory']] as const) {
+    const inMemoryRows = [
+      ['libvips', 'libvips', 'sharp decode + libvips cubic resize, in memory'],
+      ['pillow-wasm', 'pillow', `sharp decode + Pillow-exact resize, WebAssembly SIMD kernels (${wasmResampleAvailable() ? 'running' : 'UNAVAILABLE here: TS kernels'}), in memory`],
+      ['pillow-ts', 'pillow-ts', 'sharp decode + Pillow-exact resize, TypeScript kernels, in memory'],
+    ] as const;
+    for (const [name, resampler, label] of inMemoryRows) {
       const r = inMemory.get(name)!;
-      const o = await sharpPipeline(jpeg, name === 'libvips' ? 'libvips' : 'pillow');
+      const o = await sharpPipeline(jpeg, resampler);
       let diffNote = '';
       if (pilOut && info) {
         let sum = 0;

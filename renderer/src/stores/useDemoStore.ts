@@ -46,6 +46,8 @@ interface DemoState {
   localModelId: string;
   openaiUrl: string;
   openaiModel: string;
+  /** Bearer key of the server (`loupe serve-model` and a served engine require one); kept in memory only. */
+  openaiKey: string;
   dialect: 'pixel-reasoner' | 'verl-tool' | 'deepeyes' | 'pyvision' | 'pyvision-rl';
   prompt: 'vcot' | 'notool';
   settings: DemoSettingsForm;
@@ -202,6 +204,7 @@ export const useDemoStore = create<DemoState>()((set, get) => {
     localModelId: 'loupe-tiny',
     openaiUrl: 'http://127.0.0.1:8000/v1',
     openaiModel: '',
+    openaiKey: '',
     dialect: 'pixel-reasoner',
     prompt: 'vcot',
     settings: { minPixels: '', maxPixels: '', temperature: '0', maxCalls: '', turnTimeoutMs: '120000', maxTokensPerTurn: '' },
@@ -335,7 +338,7 @@ export const useDemoStore = create<DemoState>()((set, get) => {
           set({ errors: [`${JSON.stringify(s.openaiUrl)} is not a server URL: give its OpenAI-compatible base, e.g. http://127.0.0.1:8000/v1`] });
           return;
         }
-        engine = { kind: 'openai' as const, baseURL: s.openaiUrl.trim(), model: s.openaiModel.trim() };
+        engine = { kind: 'openai' as const, baseURL: s.openaiUrl.trim(), model: s.openaiModel.trim(), ...(s.openaiKey.trim() ? { apiKey: s.openaiKey.trim() } : {}) };
       }
       const st = s.settings;
       const settings = {

@@ -81,6 +81,39 @@ describe('QwenVLRuntime (in-thread) on the tiny model', () => {
   });
 });
 
+describe('decode steps on reused KV buffers', () => {
+  type Internals = { kvReuse: 'on' | 'off'; arena: { kv: Map<string, [Float32Array, Float32Array]> } };
+  it('are the path taken, give PyTorch\'s tokens, and the tokens model.forward() gives, turn after turn', async () => {
+    const rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: true });
+    const viaForward = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: true });
+    (viaForward as unknown as Internals).kvReuse = 'off';
+    try {
+      const c = parity.cases.multi_image;
+      const r1 = await rt.generate(greedy(c));
+      expect(r1.tokens).toEqual(c.generated);
+      const inner = rt as unknown as Internals;
+      expect(inner.kvReuse).toBe('on');
+      expect(inner.arena.kv.size).toBeGreaterThan(0);
+      const buffers = [...inner.arena.kv.values()].flat().map((a) => a.buffer);
+      // a second turn continues the first from the cache (whose KV lives in those buffers) and decodes into them again
+      const next = [...toMessages(c), { role: 'assistant' as const, content: [{ type: 'text' as const, text: r1.text }] }, { role: 'user' as const, content: [{ type: 'text' as const, text: 'Look again.' }] }];
+      const f1 = await viaForward.generate(greedy(c));
+      expect(f1.tokens).toEqual(r1.tokens);
+      const r2 = await rt.generate({ ...greedy(c), messages: next, maxTokens: 12 });
+      const f2 = await viaForward.generate({ ...greedy(c), messages: next, maxTokens: 12 });
+      expect(r2.cachedTokens).toBe(f2.cachedTokens);
+      expect(r2.tokens).toEqual(f2.tokens);
+      expect((viaForward as unknown as Internals).arena.kv.size).toBe(0);
+      // the second turn decoded into the same buffers (sized for twice the first turn's context): nothing new allocated
+      const after = [...inner.arena.kv.values()].flat().map((a) => a.buffer);
+      expect(after.every((b) => buffers.includes(b))).toBe(true);
+    } finally {
+      await rt.dispose();
+      await viaForward.dispose();
+    }
+  }, 120_000);
+});
+
 describe('KV cache across turns', () => {
   it('reuses the previous turn only for a continuation of it, and gives the tokens a fresh runtime gives', async () => {
     const rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: true });

@@ -10,7 +10,7 @@ const KINDS: Array<{ id: EngineKind; label: string }> = [
 
 /** Engine, dialect, prompt and settings. Replay is labelled as what it is: recorded text, real tools. */
 export function EnginePicker() {
-  const s = useDemoStore(useShallow((x) => ({ engineKind: x.engineKind, replayKey: x.replayKey, localModelId: x.localModelId, openaiUrl: x.openaiUrl, openaiModel: x.openaiModel, dialect: x.dialect, prompt: x.prompt, stepMode: x.stepMode })));
+  const s = useDemoStore(useShallow((x) => ({ engineKind: x.engineKind, replayKey: x.replayKey, localModelId: x.localModelId, openaiUrl: x.openaiUrl, openaiModel: x.openaiModel, openaiKey: x.openaiKey, dialect: x.dialect, prompt: x.prompt, stepMode: x.stepMode })));
   const settings = useDemoStore(useShallow((x) => x.settings));
   const sources = useDemoStore(useShallow((x) => x.replaySources));
   const setField = useDemoStore((x) => x.set);
@@ -51,6 +51,7 @@ export function EnginePicker() {
         <div className="demo-row">
           <input className="input grow" value={s.openaiUrl} onChange={(e) => setField('openaiUrl', e.target.value)} placeholder="http://127.0.0.1:8000/v1" data-testid="openai-url" />
           <input className="input" value={s.openaiModel} onChange={(e) => setField('openaiModel', e.target.value)} placeholder="model name (required)" aria-required="true" data-testid="openai-model" />
+          <input className="input" type="password" autoComplete="off" value={s.openaiKey} onChange={(e) => setField('openaiKey', e.target.value)} placeholder="API key (if the server needs one)" aria-label="API key" data-testid="openai-key" />
         </div>
       )}
       <div className="demo-grid">

@@ -1,0 +1,59 @@
+/** Shared pieces of the cluster suites: the CI Slurm connector through the CI sshd, and a cuttable TCP proxy. */
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { SlurmSshConnector } from '../../../app/connectors/slurm';
+import type { ServicesEnv } from '../connectors/servicesEnv';
+
+/** The CI cluster through the CI sshd (optionally through another port, e.g. a proxy's). */
+export function ciSlurm(e: ServicesEnv, remoteDir: string, over: { port?: number } = {}): SlurmSshConnector {
+  const port = over.port ?? e.sshPort;
+  // Through a proxy the host key is the same, listed under the proxy's port.
+  const knownHosts = readFileSync(e.knownHosts, 'utf8').split(`[${e.sshHost}]:${e.sshPort}`).join(`[${e.sshHost}]:${port}`);
+  return new SlurmSshConnector({
+    ssh: { host: e.sshHost, port, username: e.sshUser, privateKey: readFileSync(e.sshKey, 'utf8'), knownHosts, readyTimeoutMs: 10_000, keepaliveMs: 1000 },
+    remoteDir,
+    slurmConf: e.slurmConf,
+    partition: e.partition,
+  });
+}
+
+/** A TCP proxy in front of sshd whose connections can be cut and whose listener can be closed (the link dies). */
+export function startProxy(targetPort: number): Promise<{ port: number; kill: () => Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const gone = (): void => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', gone).on('close', gone);
+    upstream.on('error', gone).on('close', gone);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        port: (server.address() as net.AddressInfo).port,
+        kill: async () => {
+          const closed = new Promise<void>((r) => server.close(() => r()));
+          for (const s of sockets) s.destroy();
+          sockets.clear();
+          await closed;
+        },
+      }),
+    ),
+  );
+}
+
+/** Poll `cond` until true or `ms` pass; resolves with how long it took (rejects on timeout, naming `what`). */
+export async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<number> {
+  const t0 = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return Date.now() - t0;
+}
