@@ -14,11 +14,12 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 import { APP_VERSION } from '../app/version';
 import type { MediaRef, RunManifest, SampleRecord, StopReason, Turn } from '../app/contract/trajectory';
 import type { LabelEvent } from '../app/labels/events';
 import { DEFAULT_TAXONOMY } from '../app/labels/taxonomy';
-import { createRng, type Rng } from '../app/sweeps/stats/rng';
+import { createRng, type Rng } from '../app/prng';
 
 export interface GenOptions {
   n: number;
@@ -396,40 +397,34 @@ export async function writeLargeRun(
   return { runDir, samples: opts.n, bytes, labelEvents };
 }
 
-function parseArgs(argv: string[]): Record<string, string | boolean> {
-  const out: Record<string, string | boolean> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (!a.startsWith('--')) throw new Error(`unexpected argument '${a}'`);
-    const [k, v] = a.slice(2).split('=', 2) as [string, string | undefined];
-    if (v !== undefined) out[k] = v;
-    else if (['labels', 'no-media', 'force', 'help'].includes(k)) out[k] = true;
-    else {
-      const nx = argv[++i];
-      if (nx === undefined) throw new Error(`--${k} needs a value`);
-      out[k] = nx;
-    }
-  }
-  return out;
-}
-
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+  const { values: args } = parseArgs({
+    options: {
+      workspace: { type: 'string', default: '.workspace' },
+      n: { type: 'string', default: '50000' },
+      seed: { type: 'string', default: '1' },
+      'run-id': { type: 'string' },
+      labels: { type: 'boolean', default: false },
+      'no-media': { type: 'boolean', default: false },
+      force: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+  });
   if (args.help) {
     console.log('usage: node --import tsx scripts/gen-large-run.ts --workspace DIR [--n 50000] [--seed 1] [--run-id ID] [--labels] [--no-media] [--force]');
     return;
   }
-  const workspace = resolve(String(args.workspace ?? '.workspace'));
-  const n = Number(args.n ?? 50000);
-  const seed = Number(args.seed ?? 1);
+  const workspace = resolve(args.workspace);
+  const n = Number(args.n);
+  const seed = Number(args.seed);
   const t0 = performance.now();
   const res = await writeLargeRun(workspace, {
     n,
     seed,
-    ...(typeof args['run-id'] === 'string' ? { runId: args['run-id'] } : {}),
+    ...(args['run-id'] !== undefined ? { runId: args['run-id'] } : {}),
     media: !args['no-media'],
-    labels: !!args.labels,
-    force: !!args.force,
+    labels: args.labels,
+    force: args.force,
   });
   console.log(`wrote ${res.samples} samples (${(res.bytes / 1e6).toFixed(1)} MB)${res.labelEvents ? ` and ${res.labelEvents} label events` : ''} to ${res.runDir} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }

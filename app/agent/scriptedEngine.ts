@@ -4,6 +4,7 @@
  * the abort signal, and records every request it got.
  */
 import type { Engine, EngineInfo, GenerateRequest, GenerateResult } from '../engines/types';
+import { sleep } from '../sleep';
 
 export interface ScriptedTurn {
   text: string;
@@ -35,21 +36,6 @@ function countImages(req: GenerateRequest): number {
   let n = 0;
   for (const m of req.messages) for (const c of m.content) n += c.type === 'image' ? 1 : c.type === 'video' ? c.frames.length : 0;
   return n;
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal?.reason ?? new Error('aborted'));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 export class ScriptedEngine implements Engine {

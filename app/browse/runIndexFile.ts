@@ -12,6 +12,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { closeSync, openSync, readSync, promises as fsp } from 'node:fs';
+import { writeFileAtomic } from '../workspace/fsutil';
 import type { IndexColumns } from './query/sampleIndex';
 
 export const INDEX_FILE = 'samples.idx';
@@ -270,14 +271,7 @@ export async function readRunIndex(file: string): Promise<LoadedRunIndex> {
   return { source: src, records: header.records, unreadable: header.unreadable, columns, offsets: typed('offsets'), lengths: typed('lengths'), loadTexts };
 }
 
-/** Write an index atomically (a temporary file renamed over the old one). */
+/** Write an index atomically (the workspace's one atomic write: temp file, fsync, rename over the old one). */
 export async function writeRunIndex(file: string, bytes: Buffer): Promise<void> {
-  const tmp = `${file}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`;
-  try {
-    await fsp.writeFile(tmp, bytes);
-    await fsp.rename(tmp, file);
-  } catch (err) {
-    await fsp.rm(tmp, { force: true }).catch(() => undefined);
-    throw err;
-  }
+  await writeFileAtomic(file, bytes);
 }

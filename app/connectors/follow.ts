@@ -13,6 +13,7 @@ import {
   type JobStatus,
   type LogSlice,
 } from './types';
+import { pause } from '../sleep';
 
 export interface Pollable {
   status(id: string): Promise<JobStatus>;
@@ -55,19 +56,6 @@ export class LineAssembler {
     this.pending = Buffer.alloc(0);
     return out;
   }
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 function asConnectorError(e: unknown, where: string): ConnectorError {
@@ -121,7 +109,7 @@ export function pollFollow(source: Pollable, id: string, options: FollowOptions 
         if (isTerminal(st.state)) {
           // The backend may still be flushing the log after the state flips (Slurm writes the CANCELLED banner late).
           for (let i = 0; i < 5 && !ac.signal.aborted; i++) {
-            await sleep(Math.min(pollMs, 250), ac.signal);
+            await pause(Math.min(pollMs, 250), ac.signal);
             if ((await readOnce()) === 0 && i >= 1) break;
           }
           return end('terminal');
@@ -139,13 +127,13 @@ export function pollFollow(source: Pollable, id: string, options: FollowOptions 
         } else if (err.transient && failures < maxRetries) {
           failures += 1;
           options.onWarning?.(`${err.message} (retry ${failures}/${maxRetries} from byte ${readOffset})`);
-          await sleep(Math.min(pollMs * 2 ** (failures - 1), 10_000), ac.signal);
+          await pause(Math.min(pollMs * 2 ** (failures - 1), 10_000), ac.signal);
           continue;
         } else {
           return end('error', err);
         }
       }
-      await sleep(pollMs, ac.signal);
+      await pause(pollMs, ac.signal);
     }
     return end('disposed');
   };

@@ -22,6 +22,7 @@ import {
   type LogSlice,
   type SubmitResult,
 } from './types';
+import { sleep } from '../sleep';
 
 export interface LocalConnectorOptions {
   /** Folder holding one sub-folder per job (e.g. `<workspace>/training/jobs`). */
@@ -204,9 +205,9 @@ export class LocalConnector implements Connector {
     };
     kill('SIGTERM');
     const deadline = Date.now() + this.killGraceS * 1000;
-    while (pidAlive(rec.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (pidAlive(rec.pid) && Date.now() < deadline) await sleep(50);
     if (pidAlive(rec.pid)) kill('SIGKILL');
-    while (pidAlive(rec.pid) && Date.now() < deadline + 2000) await new Promise((r) => setTimeout(r, 50));
+    while (pidAlive(rec.pid) && Date.now() < deadline + 2000) await sleep(50);
   }
 
   async list(): Promise<JobStatus[]> {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LocalConnector } from './local';
 import type { JobStatus } from './types';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-localredact-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -16,7 +17,7 @@ async function finish(c: LocalConnector, id: string): Promise<JobStatus> {
   for (let i = 0; i < 200; i++) {
     const st = await c.status(id);
     if (st.state !== 'running') return st;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   throw new Error('job did not end');
 }

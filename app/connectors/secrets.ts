@@ -14,6 +14,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { writeFileAtomic } from '../workspace/fsutil';
 import { defaultConfigDir } from '../workspace/paths';
 import { redactText } from './redact';
 
@@ -93,10 +94,7 @@ class SecretFile<T extends { version: number; cipher: string; entries: Record<st
   }
 
   async write(shape: T): Promise<void> {
-    await fs.mkdir(path.dirname(this.file), { recursive: true });
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    await fs.writeFile(tmp, JSON.stringify(shape, null, 1), { mode: 0o600 });
-    await fs.rename(tmp, this.file);
+    await writeFileAtomic(this.file, JSON.stringify(shape, null, 1), { mode: 0o600 });
   }
 
   serial<U>(fn: () => Promise<U>): Promise<U> {

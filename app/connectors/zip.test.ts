@@ -4,11 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildZip, collectDir, rayPackageName } from './zip';
+import { findPythonSync } from '../workspace/python';
 import { skipUnless } from '../../tests/support/requirements';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-zip-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-const py = spawnSync('python3', ['--version']).status === 0;
+const py = findPythonSync('zipfile');
 
 describe('working_dir zip', () => {
   it('is deterministic, skips .git and excludes, and Python zipfile reads it back intact (stored and deflated entries)', async (ctx) => {
@@ -28,8 +29,8 @@ describe('working_dir zip', () => {
     expect(rayPackageName(a)).toMatch(/^_ray_pkg_[0-9a-f]{32}\.zip$/);
     const zipPath = path.join(tmp, 'p.zip');
     writeFileSync(zipPath, a);
-    skipUnless(ctx, py, { what: 'python3', reason: 'not on PATH (the zipfile read-back); npm test installs Debian\'s python3', provisioned: true });
-    const r = spawnSync('python3', ['-c', 'import sys,zipfile,json\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename,i.compress_type,oct(i.external_attr>>16),len(z.read(i))] for i in z.infolist()]))', zipPath], { encoding: 'utf8' });
+    skipUnless(ctx, !!py, { what: 'python3', reason: 'not on PATH (the zipfile read-back); npm test installs Debian\'s python3', provisioned: true });
+    const r = spawnSync(py!, ['-c', 'import sys,zipfile,json\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename,i.compress_type,oct(i.external_attr>>16),len(z.read(i))] for i in z.infolist()]))', zipPath], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual([
       ['pkg/ü.txt', 0, '0o100644', 1],

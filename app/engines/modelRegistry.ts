@@ -4,8 +4,9 @@
  * memory estimate), so the Models view can list models without touching ONNX files.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { writeFileAtomic } from '../workspace/fsutil';
 import { EngineError } from './errors';
 import { modelSubfolder, validateModelFolder, type ModelFolderReport } from './local/modelFolder';
 import type { EngineDtype } from './types';
@@ -144,9 +145,6 @@ export class ModelRegistry {
   }
 
   private async write(data: RegistryFile): Promise<void> {
-    await mkdir(path.dirname(this.file), { recursive: true });
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify(data, null, 2) + '\n');
-    await rename(tmp, this.file); // atomic: a crash never leaves half a registry
+    await writeFileAtomic(this.file, JSON.stringify(data, null, 2) + '\n'); // a crash never leaves half a registry
   }
 }

@@ -1,16 +1,17 @@
 /**
  * The append-only label store: `labels/<annotator>.jsonl`, one event per line.
  *
- * Durability: every append is one `write` of a whole line, followed by fsync (and an fsync of the folder
- * when the file is created), before the promise resolves. A crash can therefore leave at most a torn
- * last line; readers ignore it (and report it), and the next append moves the torn bytes to
- * `labels/<annotator>.jsonl.torn` before writing, so nothing is lost and the file stays line-clean.
+ * Durability: through the workspace's one JSONL appender (`app/workspace/jsonl.ts`): every append is one `write`
+ * of a whole line, followed by fsync (and an fsync of the folder when the file is created), before the promise
+ * resolves. A crash can therefore leave at most a torn last line; readers ignore it (and report it), and the next
+ * append moves the torn bytes to `labels/<annotator>.jsonl.torn` before writing, so nothing is lost and the file
+ * stays line-clean.
  */
-import { appendFile, mkdir, open, readFile, readdir, stat } from 'node:fs/promises';
+import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { containedPath } from '../workspace/contain';
-import { parseJsonl } from '../workspace/jsonl';
-import { fsyncDir, isNotFound } from './fsio';
+import { JsonlAppender, parseJsonl } from '../workspace/jsonl';
+import { isNotFound } from '../workspace/fsutil';
 import { checkAnnotatorId, LabelEventSchema, type LabelEvent, type LabelEventInput } from './events';
 
 /** A line that could not be read; the file is left as it is. */
@@ -57,7 +58,6 @@ export function parseLabelLines(text: string, annotator: string, file = `${annot
 /** Reads and appends label events in one workspace. */
 export class LabelStore {
   private chain: Promise<unknown> = Promise.resolve();
-  private readonly clean = new Set<string>();
 
   constructor(readonly workspaceDir: string) {}
 
@@ -130,78 +130,13 @@ export class LabelStore {
   private async appendNow(ev: LabelEvent): Promise<LabelEvent> {
     const file = this.fileOf(ev.who);
     await mkdir(this.dir, { recursive: true });
-    if (!this.clean.has(file)) await this.repairTail(file);
-    const fh = await open(file, 'a');
+    // Opened per event: the file is shared with other processes, and opening repairs a torn tail first.
+    const out = await JsonlAppender.open(file, (v) => LabelEventSchema.safeParse(v).success);
     try {
-      await fh.write(JSON.stringify(ev) + '\n');
-      await fh.sync();
+      await out.append(ev);
     } finally {
-      await fh.close();
+      await out.close();
     }
-    this.clean.add(file);
     return ev;
-  }
-
-  /**
-   * Make sure the file ends with a newline before appending. A complete event missing only its newline
-   * gets the newline; a torn fragment is copied to `<file>.torn` (fsynced) and cut off.
-   */
-  private async repairTail(file: string): Promise<void> {
-    let size: number;
-    try {
-      size = (await stat(file)).size;
-    } catch (err) {
-      if (isNotFound(err)) {
-        // New file: create it and persist the directory entry.
-        const fh = await open(file, 'a');
-        await fh.sync();
-        await fh.close();
-        await fsyncDir(this.dir);
-        return;
-      }
-      throw err;
-    }
-    if (size === 0) return;
-    const fh = await open(file, 'r+');
-    try {
-      const last = Buffer.alloc(1);
-      await fh.read(last, 0, 1, size - 1);
-      if (last[0] === 0x0a) return;
-      // Find the start of the last line, reading backwards in blocks.
-      let start = 0;
-      const block = Buffer.alloc(64 * 1024);
-      for (let end = size; end > 0; ) {
-        const from = Math.max(0, end - block.length);
-        const { bytesRead } = await fh.read(block, 0, end - from, from);
-        const nl = block.subarray(0, bytesRead).lastIndexOf(0x0a);
-        if (nl >= 0) {
-          start = from + nl + 1;
-          break;
-        }
-        end = from;
-      }
-      const tail = Buffer.alloc(size - start);
-      await fh.read(tail, 0, tail.length, start);
-      const text = tail.toString('utf8');
-      let complete = false;
-      try {
-        complete = LabelEventSchema.safeParse(JSON.parse(text)).success;
-      } catch {
-        complete = false;
-      }
-      if (complete) {
-        await fh.write('\n', size);
-      } else {
-        const torn = `${file}.torn`;
-        await appendFile(torn, JSON.stringify({ at: new Date().toISOString(), offset: start, text }) + '\n');
-        const th = await open(torn, 'r');
-        await th.sync();
-        await th.close();
-        await fh.truncate(start);
-      }
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
   }
 }

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { isNotFound, writeFileAtomic } from './fsio';
+import { isNotFound, writeFileAtomic } from '../workspace/fsutil';
 import { normalizeChord } from './keymap';
 
 /** Label ids are stable identifiers used in label events and queries (`label = wrong_region`). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pyJsonLoads } from '../pycompat/json';
-import { PR_SYSTEM_PROMPT_REFERENCE } from './pixelReasoner.fixture';
+import { PR_SYSTEM_PROMPT_REFERENCE } from '../../tests/support/pixelReasoner.fixture';
 import { pixelReasonerDialect as pr, prIsToolTurn } from './pixelReasoner';
 import type { EpisodeState, ParsedCall } from './types';
 

@@ -3,50 +3,23 @@
  * from `Math.random`, so one seed gives the same benchmark on every machine.
  */
 
-/** 32-bit FNV-1a over a string: derives independent sub-seeds from (seed, index, purpose). */
+import { fnv1a32, Sfc32 } from '../prng';
+
+/** 32-bit FNV-1a over the parts joined by NUL: derives independent sub-seeds from (seed, index, purpose). */
 export function hashSeed(...parts: Array<string | number>): number {
-  let h = 0x811c9dc5;
-  const s = parts.join('\u0000');
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h >>> 0;
+  return fnv1a32(parts.join('\u0000'));
 }
 
-/** sfc32, a small fast generator with a 128-bit state; good enough statistics for scene layout. */
-export class Prng {
-  private a: number;
-  private b: number;
-  private c: number;
-  private d: number;
-
+/** The one sfc32 (`app/prng.ts`), seeded loupe-synth's way: fixed constants plus the seed, mixed 15 steps. */
+export class Prng extends Sfc32 {
   constructor(seed: number) {
-    this.a = 0x9e3779b9;
-    this.b = 0x243f6a88;
-    this.c = 0xb7e15162;
-    this.d = seed >>> 0;
-    for (let i = 0; i < 15; i++) this.nextU32();
+    super(0x9e3779b9, 0x243f6a88, 0xb7e15162, seed >>> 0);
+    this.skip(15);
   }
 
   /** A child generator whose stream does not depend on how much of this one is used later. */
   fork(label: string | number): Prng {
     return new Prng(hashSeed(this.d, this.a, label));
-  }
-
-  nextU32(): number {
-    const t = (((this.a + this.b) >>> 0) + this.d) >>> 0;
-    this.d = (this.d + 1) >>> 0;
-    this.a = this.b ^ (this.b >>> 9);
-    this.b = (this.c + (this.c << 3)) >>> 0;
-    this.c = ((this.c << 21) | (this.c >>> 11)) >>> 0;
-    this.c = (this.c + t) >>> 0;
-    return t;
-  }
-
-  /** Uniform in [0, 1). */
-  next(): number {
-    return this.nextU32() / 4294967296;
   }
 
   /** Uniform in [lo, hi). */

@@ -1,17 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { pyFailure } from '../../tests/support/pyError';
 import { pyJsonLoads } from '../pycompat/json';
-import { asPyError } from '../pycompat/repr';
 import { allBelowOne, clamp01, deepEyesCropGeometry, prCropGeometry, vtCropGeometry, type CropTrace } from './crop';
 
 const j = (s: string) => pyJsonLoads(s);
-function failure(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    return asPyError(e);
-  }
-  return null;
-}
+const failure = pyFailure;
 
 describe('Pixel Reasoner crop geometry', () => {
   it('treats a box as normalized only when all four values are < 1', () => {

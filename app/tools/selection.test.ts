@@ -1,17 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { pyFailure } from '../../tests/support/pyError';
 import { pyJsonLoads } from '../pycompat/json';
-import { asPyError } from '../pycompat/repr';
 import { prImageCount, prResolveCropTarget, prSelectFrames, type PrImageList, type SelectionTrace } from './selection';
 
 const j = (s: string) => pyJsonLoads(s);
-function failure(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    return asPyError(e);
-  }
-  return null;
-}
+const failure = pyFailure;
 const image: PrImageList = { isVideo: false, originals: [[1008, 812], [644, 476]], prior: [[812, 560]] };
 const videoOnly: PrImageList = { isVideo: true, originals: [], video: { frameSize: [644, 364], numFrames: 16 }, prior: [] };
 const videoAfter: PrImageList = { ...videoOnly, prior: [[644, 364], [300, 200]] };

@@ -1,15 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { asPyError } from '../pycompat/repr';
+import { pyFailure } from '../../tests/support/pyError';
 import { paddedFrameCount, presetFor, RESIZE_PRESETS, resizeWithPreset, smartResize } from './smartResize';
 
-function resizeError(h: number, w: number): unknown {
-  try {
-    smartResize(h, w);
-  } catch (e) {
-    return asPyError(e);
-  }
-  return null;
-}
+const resizeError = (h: number, w: number): unknown => pyFailure(() => smartResize(h, w));
 
 describe('smartResize (qwen-vl-utils)', () => {
   it('has the reference presets in pixels', () => {

@@ -27,6 +27,7 @@ import { JobStore } from './jobStore';
 import { ALL_TEMPLATES, LOUPE_TINY_CHECKING, buildForm, checkLoupeTiny, findTemplate, templateInfo, type LoupeTinyState } from './templateInfo';
 import { findTrainerPython, type TrainerPython } from '../workspace/python';
 import { writeFileAtomic } from '../workspace/fsutil';
+import { sleep } from '../sleep';
 
 // ───────────── checkpoints in logs ─────────────
 const CHECKPOINT_RES = [
@@ -400,7 +401,7 @@ export function createTrainingService(o: TrainingServiceOptions) {
       const job = await getJob(key);
       const w = await watch(job);
       // A finished job: read its whole log once before answering (bounded wait; the rest arrives as events).
-      if (isTerminal(job.state) && w.following) await Promise.race([w.done, new Promise((r) => setTimeout(r, 15_000))]);
+      if (isTerminal(job.state) && w.following) await Promise.race([w.done, sleep(15_000)]);
       return { job: await getJob(key), log: w.log, logOffset: w.offset, logTruncated: w.truncated, points: w.points, following: w.following };
     },
 

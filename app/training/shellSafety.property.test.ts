@@ -23,6 +23,7 @@ import { SlurmRestConnector } from '../connectors/slurmRest';
 import { ConnectorError, type JobSpec } from '../connectors/types';
 import { templateToJobSpec } from './jobSpec';
 import { buildTemplate, TEMPLATES, TemplateParamsError } from './templates';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-shellsafety-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -335,7 +336,7 @@ describe('connectors never turn a setting or spec field into shell code', () => 
         const deadline = Date.now() + 10_000;
         let st = await c.status(id);
         while (st.state === 'running' && Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, 50));
+          await sleep(50);
           st = await c.status(id);
         }
         expect(canaryFired(), `payload ran for root ${JSON.stringify(root)}`).toBe(false);

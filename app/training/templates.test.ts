@@ -10,6 +10,7 @@ import { msSwiftVsiPluginSource, mra, vsiReward } from './rewards';
 import { buildTemplate, TEMPLATES, TemplateParamsError, templateDefaults } from './templates';
 import type { TemplateOutput } from './types';
 import { describeIf } from '../../tests/support/requirements';
+import { findPythonSync } from '../workspace/python';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-templates-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -149,7 +150,7 @@ describe('templates', () => {
   });
 });
 
-const py = spawnSync('python3', ['--version']).status === 0 ? 'python3' : null;
+const py = findPythonSync('json');
 
 describeIf(!!py, { what: 'python3', reason: 'not on PATH; npm test installs Debian\'s python3', provisioned: true }, 'ms-swift VSI plugin (real Python) agrees with the TypeScript reward', () => {
   it('same rewards on the same completions', () => {

@@ -16,19 +16,24 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-/** Write a file atomically: temp file in the same folder, fsync, rename over the target, fsync the folder. */
-export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+/**
+ * Write a file atomically: temp file in the same folder, fsync, rename over the target, fsync the folder. A reader
+ * (or a crash) sees the old bytes or the new ones, never a part; the temp file never outlives a failed write.
+ * `mode` sets the new file's permissions (e.g. 0o600 for secrets), whatever the umask.
+ */
+export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: { mode?: number } = {}): Promise<void> {
   const dir = path.dirname(file);
   await fsp.mkdir(dir, { recursive: true });
   const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-  const fh = await fsp.open(tmp, 'w');
   try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
+    const fh = await fsp.open(tmp, 'wx', opts.mode ?? 0o666);
+    try {
+      if (opts.mode !== undefined) await fh.chmod(opts.mode);
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
     await fsp.rename(tmp, file);
   } catch (err) {
     await fsp.rm(tmp, { force: true });
@@ -44,4 +49,9 @@ export async function exists(p: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** True when the error is "file not found". */
+export function isNotFound(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ENOENT';
 }

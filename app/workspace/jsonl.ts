@@ -10,6 +10,8 @@
  * each with its line number — it never throws on content.
  */
 import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { fsyncDir } from './fsutil';
 
 /** A line the reader skipped (or accepted with a warning), with where and why. */
 export interface JsonlIssue {
@@ -152,7 +154,7 @@ export async function repairJsonlTail(file: string, isCompleteRecord: (value: un
       return { file, action: 'kept-unterminated', offset: size, removedBytes: 0 };
     }
     // Keep the fragment for forensics before cutting it off; it was never acknowledged to a caller.
-    const note = JSON.stringify({ at: new Date().toISOString(), offset: cut, bytes: tail.length, fragment: tail.toString('utf8') }) + '\n';
+    const note = JSON.stringify({ at: new Date().toISOString(), offset: cut, bytes: tail.length, text: tail.toString('utf8') }) + '\n';
     const torn = await fsp.open(`${file}.torn`, 'a');
     try {
       await torn.write(note);
@@ -187,7 +189,15 @@ export class JsonlAppender {
 
   static async open(file: string, isCompleteRecord?: (value: unknown) => boolean): Promise<JsonlAppender> {
     const repair = await repairJsonlTail(file, isCompleteRecord);
-    const fh = await fsp.open(file, 'a');
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(file, 'ax'); // a new file: its folder entry is made durable before the first record
+      await fh.sync();
+      await fsyncDir(path.dirname(file));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      fh = await fsp.open(file, 'a');
+    }
     return new JsonlAppender(file, fh, repair);
   }
 

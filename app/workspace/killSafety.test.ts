@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RunStore } from './runStore';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const child = path.join(here, 'testing', 'appendChild.ts');
+const child = path.join(here, '..', '..', 'tests', 'support', 'appendChild.ts');
 
 let tmp: string;
 beforeEach(async () => {

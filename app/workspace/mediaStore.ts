@@ -3,11 +3,11 @@
  * a media id names exact bytes. Files are written to a temp name, fsync'd and renamed, so a crash
  * never leaves a partial file under a final name.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { containedPath } from './contain';
-import { exists, fsyncDir } from './fsutil';
+import { exists, writeFileAtomic } from './fsutil';
 
 const ID_RE = /^([0-9a-f]{64})\.([a-z0-9]{1,8})$/;
 /** Hash in slices and yield between them, so a 30 MB image never blocks the event loop for long. */
@@ -48,17 +48,7 @@ export class MediaStore {
     const id = `${await sha256Hex(bytes)}.${e}`;
     const file = path.join(this.dir, id);
     if (await exists(file)) return { id, path: file, existed: true };
-    await fsp.mkdir(this.dir, { recursive: true });
-    const tmp = path.join(this.dir, `.${id}.${randomBytes(6).toString('hex')}.tmp`);
-    const fh = await fsp.open(tmp, 'w');
-    try {
-      await fh.writeFile(bytes);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await fsp.rename(tmp, file);
-    await fsyncDir(this.dir);
+    await writeFileAtomic(file, bytes);
     return { id, path: file, existed: false };
   }
 

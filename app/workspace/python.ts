@@ -3,7 +3,7 @@
  * `$LOUPE_PYTHON` when set (it chooses, no fallback), else the first of python3, /usr/bin/python3 that
  * imports the module asked for.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 
 export type FoundPython = { python: string; version: string } | { python: null; tried: string[] };
 
@@ -28,15 +28,18 @@ export async function findPython(module: string, env: NodeJS.ProcessEnv = proces
 
 /** The same, blocking (for tests and benchmarks that decide up front whether a reference can run). */
 export function findPythonSync(module: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  return probePythonSync([module], env).python;
+}
+
+/** The first candidate that imports every one of `modules`, blocking; else each candidate with why it failed. */
+export function probePythonSync(modules: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = 60_000): { python: string | null; tried: string[] } {
+  const tried: string[] = [];
   for (const py of pythonCandidates(env)) {
-    try {
-      execFileSync(py, ['-c', probe(module)], { stdio: 'ignore', timeout: 10_000 });
-      return py;
-    } catch {
-      // try the next one
-    }
+    const r = spawnSync(py, ['-c', `import ${modules.join(', ')}`], { encoding: 'utf8', timeout: timeoutMs });
+    if (r.status === 0) return { python: py, tried };
+    tried.push(`${py}: ${r.error ? r.error.message : (r.stderr || '').trim().split('\n').pop() || `exit ${r.status}`}`);
   }
-  return null;
+  return { python: null, tried };
 }
 
 /** Every Python module models/loupe-tiny/train.py (and what it imports: qwen_torch, scene_traj, pr_env, rl) needs for a

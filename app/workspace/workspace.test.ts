@@ -97,7 +97,7 @@ describe('RunStore', () => {
     await again.close();
     const torn = (await fsp.readFile(run.samplesPath + '.torn', 'utf8')).trim().split('\n');
     expect(torn).toHaveLength(1);
-    expect(JSON.parse(torn[0]!).fragment).toBe(JSON.stringify(sample(2)).slice(0, 30));
+    expect(JSON.parse(torn[0]!).text).toBe(JSON.stringify(sample(2)).slice(0, 30));
     const r2 = await store.readSamples('r');
     expect(r2.records.map((r) => r.qid)).toEqual(['q0', 'q1', 'q3']);
     expect(r2.issues.map((i) => i.kind)).toEqual(['invalid-json', 'invalid-record']);

@@ -14,6 +14,7 @@
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { runEpisode } from '../../app/agent';
 import type { SynthSample } from '../../app/synth/generate';
 import { getScorer } from '../../app/bench/scorers';
@@ -273,11 +274,6 @@ export async function evaluate(opts: {
   return { results, summary, byKind: { image: summarize(results.filter((r) => !r.video)), video: summarize(results.filter((r) => r.video)) } };
 }
 
-function arg(name: string, dflt?: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
-
 /** `q8` → 'q8'; `vision_encoder=fp32,decoder_model_merged=q8,embed_tokens=q8` → one dtype per ONNX part (all three named). */
 export function parseDtype(spec: string): EngineDtypeSpec {
   const dtypes = Object.keys(DTYPE_SUFFIX);
@@ -299,28 +295,45 @@ export function parseDtype(spec: string): EngineDtypeSpec {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
-  const model = arg('--model');
-  const data = arg('--data');
-  if (!model || !data) {
-    console.error('usage: evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32|PART=DT,...] [--kinds image|video|all] [--limit N] [--warmup] [--out FILE]');
+  const usage = 'usage: evaluate.ts --model DIR --data DIR [--prompt vcot|notool] [--dtype q8|fp32|PART=DT,...] [--kinds image|video|all] [--limit N] [--warmup] [--out FILE]';
+  let a: { model?: string; data?: string; prompt: string; dtype: string; kinds: string; limit?: string; warmup: boolean; out?: string };
+  try {
+    a = parseArgs({
+      options: {
+        model: { type: 'string' },
+        data: { type: 'string' },
+        prompt: { type: 'string', default: 'vcot' },
+        dtype: { type: 'string', default: 'q8' },
+        kinds: { type: 'string', default: 'image' },
+        limit: { type: 'string' },
+        warmup: { type: 'boolean', default: false },
+        out: { type: 'string' },
+      },
+    }).values;
+  } catch (e) {
+    console.error(`evaluate: ${(e as Error).message}\n${usage}`);
     process.exit(2);
   }
-  const limit = arg('--limit');
-  const kinds = arg('--kinds', 'image') as EvalKinds;
+  const { model, data, limit } = a;
+  if (!model || !data) {
+    console.error(usage);
+    process.exit(2);
+  }
+  const kinds = a.kinds as EvalKinds;
   if (!['image', 'video', 'all'].includes(kinds)) {
     console.error(`evaluate: --kinds must be image, video or all, got ${kinds}`);
     process.exit(2);
   }
   let dtype: EngineDtypeSpec;
   try {
-    dtype = parseDtype(arg('--dtype', 'q8')!);
+    dtype = parseDtype(a.dtype);
   } catch (e) {
     console.error(`evaluate: ${(e as Error).message}`);
     process.exit(2);
   }
-  evaluate({ model, data, prompt: (arg('--prompt', 'vcot') as PromptId), dtype, kinds, ...(limit ? { limit: Number(limit) } : {}), warmup: process.argv.includes('--warmup'), log: (s) => console.error(s) })
+  evaluate({ model, data, prompt: a.prompt as PromptId, dtype, kinds, ...(limit ? { limit: Number(limit) } : {}), warmup: a.warmup, log: (s) => console.error(s) })
     .then(async (r) => {
-      const out = arg('--out');
+      const out = a.out;
       if (out) await fsp.writeFile(out, JSON.stringify(r, null, 1) + '\n');
       console.log(JSON.stringify(r.summary));
       if (r.byKind) console.log(JSON.stringify(r.byKind));

@@ -17,6 +17,7 @@
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { runEpisode, ScriptedEngine } from '../../app/agent';
 import { synthTrajectories } from '../../app/synth/trajectories';
@@ -33,13 +34,6 @@ import type { WireGenerateRequest } from '../../app/engines/local/protocol';
 export const LOUPE_TINY_MAX_PIXELS = 128 * 28 * 28;
 const MEAN = [0.48145466, 0.4578275, 0.40821073];
 const STD = [0.26862954, 0.26130258, 0.27577711];
-
-function arg(name: string, dflt?: string): string {
-  const i = process.argv.indexOf(name);
-  const v = i >= 0 ? process.argv[i + 1] : dflt;
-  if (v === undefined) throw new Error(`prepare: missing ${name}`);
-  return v;
-}
 
 /** pixel_values [N, 3·2·14·14] (patch order: h-block, w-block, mh, mw) → uint8 RGB [H, W, 3] of frame 0. */
 export function pixelsFromPatches(pv: Float32Array, grid: [number, number, number]): { data: Uint8Array; width: number; height: number } {
@@ -100,18 +94,37 @@ export interface PrepareResult {
 }
 
 async function main(): Promise<void> {
+  const { values: a } = parseArgs({
+    options: {
+      data: { type: 'string' },
+      out: { type: 'string' },
+      tokenizer: { type: 'string' },
+      'max-pixels': { type: 'string', default: String(LOUPE_TINY_MAX_PIXELS) },
+      'recover-every': { type: 'string', default: '3' },
+      notool: { type: 'boolean', default: false },
+      'notool-fraction': { type: 'string', default: '0' },
+      'image-ref': { type: 'string' },
+      jpeg: { type: 'boolean', default: false },
+      'check-spans': { type: 'boolean', default: false },
+      ground: { type: 'boolean', default: false },
+    },
+  });
+  const need = (v: string | undefined, name: string): string => {
+    if (v === undefined) throw new Error(`prepare: missing --${name}`);
+    return v;
+  };
   const res = await prepareData({
-    dirs: arg('--data').split(','),
-    outDir: arg('--out'),
-    tokDir: arg('--tokenizer'),
-    maxPixels: Number(arg('--max-pixels', String(LOUPE_TINY_MAX_PIXELS))),
-    recoverEvery: Number(arg('--recover-every', '3')),
-    notool: process.argv.includes('--notool'),
-    notoolFraction: Number(arg('--notool-fraction', '0')),
-    imageRefDirs: process.argv.includes('--image-ref') ? arg('--image-ref').split(',') : [],
-    jpeg: process.argv.includes('--jpeg'),
-    checkSpans: process.argv.includes('--check-spans'),
-    ground: process.argv.includes('--ground'),
+    dirs: need(a.data, 'data').split(','),
+    outDir: need(a.out, 'out'),
+    tokDir: need(a.tokenizer, 'tokenizer'),
+    maxPixels: Number(a['max-pixels']),
+    recoverEvery: Number(a['recover-every']),
+    notool: a.notool,
+    notoolFraction: Number(a['notool-fraction']),
+    imageRefDirs: a['image-ref'] !== undefined ? a['image-ref'].split(',') : [],
+    jpeg: a.jpeg,
+    checkSpans: a['check-spans'],
+    ground: a.ground,
   });
   console.log(JSON.stringify(res));
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findPillowPython } from './pillow';
 import { pilResizeBicubicRGB, pilResizeBicubicRGBAsync, pilResizeBicubicRGBRows } from './pilResample';
-import { noise } from './testNoise';
+import { noise } from '../../tests/support/noise';
 
 describe('pilResizeBicubicRGB', () => {
   it('keeps a flat image flat and the identity exact', () => {

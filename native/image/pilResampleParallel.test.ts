@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { pilResizeBicubicRGB } from './pilResample';
 import { closePilResamplePool, pilResamplePoolState, pilResizeBicubicRGBParallel } from './pilResampleParallel';
-import { noise } from './testNoise';
+import { noise } from '../../tests/support/noise';
 
 afterAll(() => closePilResamplePool());
 

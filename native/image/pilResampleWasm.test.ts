@@ -8,7 +8,7 @@ import { OUT, WAT, assemble, moduleText } from '../../scripts/build-wasm.mjs';
 import { findPillowPython } from './pillow';
 import { pilResizeBicubicRGB, pilResizeBicubicRGBAsync, pilResizeBicubicRGBRows } from './pilResample';
 import { wasmResampleAvailable, wasmResampleMemoryBytes } from './pilResampleWasm';
-import { noise } from './testNoise';
+import { noise } from '../../tests/support/noise';
 
 const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
 

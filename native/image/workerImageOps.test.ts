@@ -7,6 +7,7 @@ import { MediaStore } from '../../app/workspace/mediaStore';
 import { ImageError, SharpImageOps } from './sharpImageOps';
 import { WorkerImageOps } from './workerImageOps';
 import { WorkerCrashError, WorkerPool } from '../workerHost/pool';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const GLASS = path.join(here, '..', '..', 'tests', 'fixtures', 'images', 'animate_glass.jpg');
@@ -75,7 +76,7 @@ describe('WorkerPool', () => {
     try {
       expect(await pool.call('echo', 1)).toBe(1);
       expect(pool.liveWorkers).toBe(1);
-      for (let i = 0; i < 200 && pool.liveWorkers > 0; i++) await new Promise((r) => setTimeout(r, 25));
+      for (let i = 0; i < 200 && pool.liveWorkers > 0; i++) await sleep(25);
       expect(pool.liveWorkers).toBe(0);
       expect(await pool.call('echo', 2)).toBe(2);
       expect(pool.liveWorkers).toBe(1);

@@ -17,14 +17,31 @@ import { existsSync, promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { generateSynth, type SynthKind } from '../../app/synth';
 import { prepareData } from '../../models/loupe-tiny/prepare';
 import { sharpSynthRaster } from '../../native/image/synthRaster';
 
-function arg(name: string, dflt?: string): string {
-  const i = process.argv.indexOf(name);
-  const v = i >= 0 ? process.argv[i + 1] : dflt;
-  if (v === undefined) throw new Error(`datagen: missing ${name}`);
+const { values: opt } = parseArgs({
+  options: {
+    seeds: { type: 'string' },
+    n: { type: 'string', default: '50' },
+    video: { type: 'string', default: '0' },
+    kinds: { type: 'string', default: 'ring-digits,tag-letter' },
+    tokenizer: { type: 'string' },
+    out: { type: 'string' },
+    workers: { type: 'string' },
+    'notool-fraction': { type: 'string', default: '0.4' },
+    ground: { type: 'boolean', default: false },
+    'easy-fraction': { type: 'string' },
+    'keep-scenes': { type: 'boolean', default: false },
+    'deadline-s': { type: 'string' },
+    'scenes-only': { type: 'boolean', default: false },
+  },
+});
+
+function need(v: string | undefined, name: string): string {
+  if (v === undefined) throw new Error(`datagen: missing --${name}`);
   return v;
 }
 
@@ -41,51 +58,50 @@ function seedList(spec: string): number[] {
 }
 
 async function one(seed: number): Promise<string> {
-  const out = path.resolve(arg('--out'));
+  const out = path.resolve(need(opt.out, 'out'));
   const prep = path.join(out, `prep-${seed}`);
   const synth = path.join(out, `synth-${seed}`);
-  const scenesOnly = process.argv.includes('--scenes-only');
+  const scenesOnly = opt['scenes-only'];
   if (existsSync(path.join(scenesOnly ? synth : prep, scenesOnly ? 'samples.jsonl' : 'manifest.jsonl'))) return `seed ${seed}: already done`;
-  const kinds = arg('--kinds', 'ring-digits,tag-letter').split(',') as SynthKind[];
+  const kinds = opt.kinds.split(',') as SynthKind[];
   const t0 = Date.now();
-  const easy = process.argv.includes('--easy-fraction') ? { easyFraction: Number(arg('--easy-fraction')) } : {};
-  await generateSynth({ seed, n: Number(arg('--n', '50')), video: Number(arg('--video', '0')), kinds, ...easy }, synth, sharpSynthRaster);
+  const easy = opt['easy-fraction'] !== undefined ? { easyFraction: Number(opt['easy-fraction']) } : {};
+  await generateSynth({ seed, n: Number(opt.n), video: Number(opt.video), kinds, ...easy }, synth, sharpSynthRaster);
   const t1 = Date.now();
   if (scenesOnly) return `seed ${seed}: synth ${((t1 - t0) / 1000).toFixed(1)} s`;
   const res = await prepareData({
     dirs: [synth],
     outDir: prep + '.tmp',
-    tokDir: arg('--tokenizer'),
-    notoolFraction: Number(arg('--notool-fraction', '0.4')),
-    ground: process.argv.includes('--ground'),
+    tokDir: need(opt.tokenizer, 'tokenizer'),
+    notoolFraction: Number(opt['notool-fraction']),
+    ground: opt.ground,
     log: () => undefined,
   });
   await fsp.rm(prep, { recursive: true, force: true });
   await fsp.rename(prep + '.tmp', prep);
-  if (!process.argv.includes('--keep-scenes')) await fsp.rm(path.join(synth, 'images'), { recursive: true, force: true });
+  if (!opt['keep-scenes']) await fsp.rm(path.join(synth, 'images'), { recursive: true, force: true });
   return `seed ${seed}: synth ${((t1 - t0) / 1000).toFixed(1)} s, prepare ${((Date.now() - t1) / 1000).toFixed(1)} s, ${res.trajectories} trajectories, ${res.skipped} skipped`;
 }
 
 async function main(): Promise<void> {
-  const seeds = seedList(arg('--seeds'));
+  const seeds = seedList(need(opt.seeds, 'seeds'));
   if (process.env.LOUPE_DATAGEN_CHILD) {
     // --deadline-s: no new seed is started after that many seconds from the parent's start (a seed in progress finishes)
-    const deadline = Number(process.env.LOUPE_DATAGEN_T0) + Number(arg('--deadline-s', '0')) * 1000;
+    const deadline = Number(process.env.LOUPE_DATAGEN_T0) + Number(opt['deadline-s'] ?? '0') * 1000;
     for (const s of seeds) {
-      if (process.argv.includes('--deadline-s') && Date.now() > deadline) break;
+      if (opt['deadline-s'] !== undefined && Date.now() > deadline) break;
       process.stdout.write((await one(s)) + '\n');
     }
     return;
   }
-  const workers = Math.max(1, Math.min(seeds.length, Number(arg('--workers', String(Math.max(1, os.cpus().length - 2))))));
+  const workers = Math.max(1, Math.min(seeds.length, Number(opt.workers ?? Math.max(1, os.cpus().length - 2))));
   const self = fileURLToPath(import.meta.url);
   const t0 = Date.now();
   let failed = 0;
   await Promise.all(
     Array.from({ length: workers }, (_, w) => {
       const mine = seeds.filter((_, i) => i % workers === w);
-      const args = process.argv.slice(2);
-      args[args.indexOf('--seeds') + 1] = mine.join(',');
+      const args = [...process.argv.slice(2), '--seeds', mine.join(',')]; // the last --seeds wins
       return new Promise<void>((resolve) => {
         const child = fork(self, args, { env: { ...process.env, LOUPE_DATAGEN_CHILD: '1', LOUPE_DATAGEN_T0: String(t0) }, execArgv: process.execArgv });
         child.on('exit', (code) => {

@@ -21,6 +21,7 @@ import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from '
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { QwenVLRuntime } from '../../native/engine/qwenRuntime';
 import type { EngineDevice, EngineDtype, GenerateRequest, GenerateResult } from '../../app/engines/types';
 import { DTYPE_SUFFIX } from '../../app/engines/local/modelFolder';
@@ -40,54 +41,60 @@ interface Args {
 
 const USAGE = 'usage: engine-bench MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8] [--new-tokens N] [--runs N] [--image FILE] [--text T] [--keep-eos] [--bandwidth-gbs X] [--json OUT]';
 
-function parseArgs(argv: string[]): Args {
-  const a: Partial<Args> = { device: 'cpu', dtype: 'fp32', newTokens: 128, runs: 3, text: 'Describe this image.', keepEos: false };
-  const rest: string[] = [];
-  const need = (i: number, flag: string): string => {
-    const v = argv[i + 1];
-    if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value\n${USAGE}`);
-    return v;
-  };
-  const posInt = (v: string, flag: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag}: expected a positive integer, got ${JSON.stringify(v)}`);
+function readArgs(argv: string[]): Args {
+  const parse = (args: string[]) =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        device: { type: 'string', default: 'cpu' },
+        dtype: { type: 'string', default: 'fp32' },
+        'new-tokens': { type: 'string', default: '128' },
+        runs: { type: 'string', default: '3' },
+        image: { type: 'string' },
+        text: { type: 'string', default: 'Describe this image.' },
+        'keep-eos': { type: 'boolean', default: false },
+        'bandwidth-gbs': { type: 'string' },
+        json: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${USAGE}`);
+  }
+  const { values: v, positionals } = parsed;
+  if (v.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const posInt = (s: string, flag: string): number => {
+    const n = Number(s);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag}: expected a positive integer, got ${JSON.stringify(s)}`);
     return n;
   };
-  for (let i = 0; i < argv.length; i++) {
-    const f = argv[i]!;
-    switch (f) {
-      case '--device': {
-        const v = need(i++, f);
-        if (!['cpu', 'webgpu', 'cuda'].includes(v)) throw new Error(`--device: expected cpu, webgpu or cuda, got ${JSON.stringify(v)}`);
-        a.device = v as EngineDevice;
-        break;
-      }
-      case '--dtype': {
-        const v = need(i++, f);
-        if (!(v in DTYPE_SUFFIX)) throw new Error(`--dtype: expected one of ${Object.keys(DTYPE_SUFFIX).join(', ')}, got ${JSON.stringify(v)}`);
-        a.dtype = v as EngineDtype;
-        break;
-      }
-      case '--new-tokens': a.newTokens = posInt(need(i++, f), f); break;
-      case '--runs': a.runs = posInt(need(i++, f), f); break;
-      case '--image': a.image = need(i++, f); break;
-      case '--text': a.text = need(i++, f); break;
-      case '--keep-eos': a.keepEos = true; break;
-      case '--bandwidth-gbs': {
-        const n = Number(need(i++, f));
-        if (!(n > 0)) throw new Error(`--bandwidth-gbs: expected a positive number of GB/s`);
-        a.bandwidthGBs = n;
-        break;
-      }
-      case '--json': a.json = need(i++, f); break;
-      case '-h': case '--help': process.stdout.write(`${USAGE}\n`); process.exit(0); break;
-      default:
-        if (f.startsWith('--')) throw new Error(`unknown option ${f}\n${USAGE}`);
-        rest.push(f);
-    }
+  if (!['cpu', 'webgpu', 'cuda'].includes(v.device)) throw new Error(`--device: expected cpu, webgpu or cuda, got ${JSON.stringify(v.device)}`);
+  if (!(v.dtype in DTYPE_SUFFIX)) throw new Error(`--dtype: expected one of ${Object.keys(DTYPE_SUFFIX).join(', ')}, got ${JSON.stringify(v.dtype)}`);
+  let bandwidthGBs: number | undefined;
+  if (v['bandwidth-gbs'] !== undefined) {
+    bandwidthGBs = Number(v['bandwidth-gbs']);
+    if (!(bandwidthGBs > 0)) throw new Error(`--bandwidth-gbs: expected a positive number of GB/s`);
   }
-  if (rest.length !== 1) throw new Error(`expected one MODEL_DIR, got ${rest.length}\n${USAGE}`);
-  return { ...(a as Args), modelDir: path.resolve(rest[0]!) };
+  if (positionals.length !== 1) throw new Error(`expected one MODEL_DIR, got ${positionals.length}\n${USAGE}`);
+  return {
+    modelDir: path.resolve(positionals[0]!),
+    device: v.device as EngineDevice,
+    dtype: v.dtype as EngineDtype,
+    newTokens: posInt(v['new-tokens'], '--new-tokens'),
+    runs: posInt(v.runs, '--runs'),
+    ...(v.image !== undefined ? { image: v.image } : {}),
+    text: v.text,
+    keepEos: v['keep-eos'],
+    ...(bandwidthGBs !== undefined ? { bandwidthGBs } : {}),
+    ...(v.json !== undefined ? { json: v.json } : {}),
+  };
 }
 
 /** Bytes of the decoder's ONNX file + external data for `dtype`: what one decode step reads (KV cache aside). */
@@ -115,7 +122,7 @@ function ortVersion(): string | undefined {
 }
 
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+  const args = readArgs(process.argv.slice(2));
   const image = path.resolve(args.image ?? path.join(args.modelDir, 'original.png'));
   if (!existsSync(image)) throw new Error(`${image}: no such image (pass --image FILE; models made by make_tiny_qwen25vl.py --random-config 0.5b carry original.png)`);
   const t0 = performance.now();

@@ -15,6 +15,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from '../e2e/harness';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const ROUNDS = Number(process.env.LOUPE_BENCH_ROUNDS ?? 7);
 
@@ -69,7 +70,7 @@ async function startToOk(clone: string): Promise<number> {
     for (;;) {
       if ((await get(url)) === 200) return (performance.now() - t0) / 1000;
       if (performance.now() - t0 > 300_000) throw new Error('no HTTP 200 in 300 s');
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
     }
   } finally {
     try {
@@ -77,7 +78,7 @@ async function startToOk(clone: string): Promise<number> {
     } catch {
       /* gone */
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     fs.rmSync(ws, { recursive: true, force: true });
   }
 }

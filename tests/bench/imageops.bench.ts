@@ -24,6 +24,7 @@ import { closePilResamplePool, pilResizeBicubicRGBParallel, warmPilResamplePool 
 import { SharpImageOps } from '../../native/image/sharpImageOps';
 import { WorkerImageOps } from '../../native/image/workerImageOps';
 import type { ImageOps } from '../../app/tools/imageOps';
+import { mulberry32 } from '../../app/prng';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 15);
@@ -31,17 +32,6 @@ const W = 3840;
 const H = 2160;
 /** The model's normalized box (before PR's 0.1 padding). */
 const BOX: [number, number, number, number] = [0.42, 0.37, 0.58, 0.55];
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A deterministic 3840×2160 JPEG with edges, gradients, fine lines and sensor-like noise. */
 export async function make4kJpeg(): Promise<Buffer> {

@@ -19,6 +19,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { runIdFor } from '../../scripts/gen-large-run';
 import { launchBrowser, ROOT, startApp, tempWorkspace } from '../e2e/harness';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const N = Number(process.env.LOUPE_BENCH_ROWS ?? 50_000);
 const REPEAT = Number(process.env.LOUPE_BENCH_REPEAT ?? 3);
@@ -139,7 +140,7 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     row('first rows, first open (no index yet: parse + index)', [await firstRows(page, `${app.openUrl}#/runs`)], 'ms', '—', { rows: N });
     // The core writes samples.idx in the background after the first open; a user's app is open longer than that.
     const idx = path.join(ws, 'runs', runIdFor(N, 1), 'samples.idx');
-    for (let t = 0; !fs.existsSync(idx) && t < 600; t++) await new Promise((r) => setTimeout(r, 500));
+    for (let t = 0; !fs.existsSync(idx) && t < 600; t++) await sleep(500);
     if (!fs.existsSync(idx)) throw new Error(`the core wrote no ${idx} in 300 s`);
 
     // Cold: a new core process each time (the index on disk, the files in the page cache).

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { CHROMIUM, RESULTS, ROOT, launchBrowser, newPage, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
 import { describeIf } from '../support/requirements';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Reading another process's argv (what `ps` shows) needs Linux's /proc. */
 const HAS_PROC = fs.existsSync('/proc/self/cmdline');
@@ -41,7 +42,7 @@ async function until<T>(f: () => T | null | undefined | Promise<T | null | undef
     const v = await f();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 

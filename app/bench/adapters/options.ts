@@ -1,5 +1,6 @@
 /** Option letters, option-list parsing and the seeded option shuffle. */
 import { createHash } from 'node:crypto';
+import { mulberry32 } from '../../prng';
 
 export const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
@@ -9,15 +10,9 @@ export function letterOf(index: number): string {
   return l;
 }
 
-/** A 32-bit PRNG (mulberry32) seeded from sha256(`${seed}:${key}`): the same (seed, key) always gives the same order. */
+/** mulberry32 (`app/prng.ts`) seeded from sha256(`${seed}:${key}`): the same (seed, key) always gives the same order. */
 function rngFor(seed: number | string, key: string): () => number {
-  let a = createHash('sha256').update(`${seed}:${key}`).digest().readUInt32LE(0);
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return mulberry32(createHash('sha256').update(`${seed}:${key}`).digest().readUInt32LE(0));
 }
 
 /**

@@ -20,6 +20,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Engine } from '../../engines/types';
 import { pyLen, pyStrip } from '../../pycompat/str';
+import { JsonlAppender, readJsonl } from '../../workspace/jsonl';
 import { JUDGE_SYSTEM_PROMPT, JUDGE_TEMPERATURES, judgePrompt, parseJudgeReply, type JudgePromptVersion } from './judgePrompts';
 import { pvrlMraScore, pyvisionFormatGate } from './pyvisionReward';
 import type { ScoreResult } from './types';
@@ -61,9 +62,11 @@ export interface JudgeCacheEntry {
   at: string;
 }
 
-/** Judge replies by key, kept in a JSONL file (append-only; a torn last line is ignored on open). */
+/** Judge replies by key, kept in a JSONL file (append-only, through the workspace's one JSONL reader and appender). */
 export class JudgeCache {
   private readonly map = new Map<string, JudgeCacheEntry>();
+  /** Appends from this process, one at a time (each opens the file, repairing a torn tail first). */
+  private chain: Promise<void> = Promise.resolve();
   private constructor(readonly file: string | null) {}
 
   static memory(): JudgeCache {
@@ -72,21 +75,15 @@ export class JudgeCache {
 
   static async open(file: string): Promise<JudgeCache> {
     const c = new JudgeCache(path.resolve(file));
-    let text = '';
-    try {
-      text = await fsp.readFile(c.file!, 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read the judge cache ${file}: ${(e as Error).message}`);
-    }
-    for (const line of text.split('\n')) {
-      if (!line.trim()) continue;
-      try {
-        const e = JSON.parse(line) as JudgeCacheEntry;
-        if (typeof e.key === 'string' && typeof e.reply === 'string') c.map.set(e.key, e);
-      } catch {
-        // a torn last line from an interrupted write: that reply is simply asked again
-      }
-    }
+    // The workspace's tolerant JSONL reader: a torn last line from an interrupted write (or a bad line) is skipped,
+    // and that reply is simply asked again.
+    const read = await readJsonl<JudgeCacheEntry>(c.file!, (v) => {
+      const e = v as Partial<JudgeCacheEntry> | null;
+      return e && typeof e.key === 'string' && typeof e.reply === 'string' ? { ok: true, value: e as JudgeCacheEntry } : { ok: false, message: 'not a judge reply' };
+    }).catch((e: Error) => {
+      throw new Error(`cannot read the judge cache ${file}: ${e.message}`);
+    });
+    for (const e of read.records) c.map.set(e.key, e);
     return c;
   }
 
@@ -105,8 +102,18 @@ export class JudgeCache {
   async set(entry: JudgeCacheEntry): Promise<void> {
     this.map.set(entry.key, entry);
     if (this.file) {
-      await fsp.mkdir(path.dirname(this.file), { recursive: true });
-      await fsp.appendFile(this.file, `${JSON.stringify(entry)}\n`);
+      const file = this.file;
+      const write = this.chain.then(async () => {
+        await fsp.mkdir(path.dirname(file), { recursive: true });
+        const out = await JsonlAppender.open(file, (v) => typeof (v as JudgeCacheEntry | null)?.key === 'string');
+        try {
+          await out.append(entry);
+        } finally {
+          await out.close();
+        }
+      });
+      this.chain = write.catch(() => undefined);
+      await write;
     }
   }
 }

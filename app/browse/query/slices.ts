@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { isNotFound, writeFileAtomic } from '../../labels/fsio';
+import { isNotFound, writeFileAtomic } from '../../workspace/fsutil';
 import { compileQuery, type CompiledQuery } from './compile';
 import { QueryError } from './parse';
 

@@ -12,6 +12,7 @@ import type { Engine, EngineInfo, GenerateRequest, GenerateResult } from '../typ
 import { EngineError, type EngineErrorKind } from '../errors';
 import type { LoadOptions, WorkerEvent, WorkerRequest } from './protocol';
 import type { EngineTransport, EngineTransportFactory } from './transport';
+import { sleep } from '../../sleep';
 
 export interface LocalEngineOptions extends LoadOptions {
   transport: EngineTransportFactory;
@@ -208,11 +209,11 @@ export class LocalEngine implements Engine {
     if (running.length) {
       await Promise.race([
         Promise.allSettled(running.map(([id, p]) => new Promise<void>((r) => this.pending.set(id, { ...p, resolve: (v) => (p.resolve(v), r()), reject: (e) => (p.reject(e), r()) })))),
-        new Promise((r) => setTimeout(r, 5000)),
+        sleep(5000),
       ]);
     }
     try {
-      await Promise.race([this.call(t, { type: 'dispose', id: this.nextId++ }), new Promise((r) => setTimeout(r, 2000))]);
+      await Promise.race([this.call(t, { type: 'dispose', id: this.nextId++ }), sleep(2000)]);
     } catch {
       // the worker is going away anyway
     }

@@ -1,16 +1,7 @@
 /** Token choice and stop strings for local engines (pure; the worker calls these per step). */
 
-/** A small seeded PRNG (mulberry32) so `seed` makes sampling reproducible. */
-export function seededRandom(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded token sampler's generator: mulberry32 from the one PRNG module, so `seed` makes sampling reproducible. */
+export { mulberry32 as seededRandom } from '../../prng';
 
 export interface SamplingParams {
   temperature: number;

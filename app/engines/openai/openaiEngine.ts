@@ -15,6 +15,7 @@ import path from 'node:path';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import type { ChatMessage, Engine, EngineImage, EngineInfo, GenerateRequest, GenerateResult } from '../types';
 import { EngineError } from '../errors';
+import { pause } from '../../sleep';
 
 export interface OpenAIEngineOptions {
   /** e.g. http://127.0.0.1:8000/v1 */
@@ -99,12 +100,6 @@ class Semaphore {
   }
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
-
 interface AttemptError {
   error: EngineError;
   retryAfterMs?: number;
@@ -175,7 +170,7 @@ export class OpenAIEngine implements Engine {
         attempts++;
         if (attempt > 0) {
           const backoff = Math.min(20_000, this.o.retryBaseMs * 2 ** (attempt - 1)) * (0.75 + Math.random() * 0.5);
-          await sleep(Math.max(backoff, last?.retryAfterMs ?? 0), req.signal);
+          await pause(Math.max(backoff, last?.retryAfterMs ?? 0), req.signal);
           if (req.signal?.aborted) return cancelled();
         }
         const r = await this.attempt(body, req, t0);

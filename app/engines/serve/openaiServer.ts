@@ -7,7 +7,7 @@
  * pixels, tokens, sampling) with 4xx errors naming the field, and take turns on the engine fairly across clients.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { lstat, mkdtemp, readdir, readFile, realpath, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, readFile, realpath, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -15,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChatContent, ChatMessage, Engine, EngineImage, GenerateRequest } from '../types';
 import { EngineError } from '../errors';
+import { writeFileAtomic } from '../../workspace/fsutil';
 import { FairQueue } from './fairQueue';
 
 export interface OpenAIServerOptions {
@@ -105,9 +106,7 @@ async function imageFrom(url: string, cache: MediaCache, roots: string[], where:
     // Content-addressed, and trusted only when this server wrote it: whatever else sits at that name (a planted file
     // of the same size) is replaced. Written atomically so concurrent requests never read a partial file.
     if (!cache.written.has(id)) {
-      const tmp = `${p}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-      await writeFile(tmp, buf, { mode: 0o600 });
-      await rename(tmp, p);
+      await writeFileAtomic(p, buf, { mode: 0o600 });
       cache.written.set(id, { size: buf.length, used: Date.now() });
       cache.bytes += buf.length;
       await evict(cache);

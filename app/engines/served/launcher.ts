@@ -18,6 +18,7 @@ import { OpenAIEngine, type OpenAIEngineOptions } from '../openai/openaiEngine';
 import { readFile } from 'node:fs/promises';
 import { shq } from '../../connectors/ssh';
 import { checkPreprocessorBounds, parseServedSpec, renderServedCommand, shellLine, type ServedBackend, type ServedEngineSpec, type ServedEngineSpecInput } from './commands';
+import { sleep } from '../../sleep';
 
 export type ServedStatus = 'starting' | 'ready' | 'error' | 'stopped';
 
@@ -68,7 +69,6 @@ export interface ServedLauncherOptions {
   logLines?: number;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A free TCP port on 127.0.0.1 (the OS picks; a tiny race until the server binds is accepted). */
 export function freeLocalPort(): Promise<number> {

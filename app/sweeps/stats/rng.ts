@@ -1,56 +1,15 @@
 /**
- * A small seeded PRNG (sfc32, seeded through splitmix32) so bootstrap intervals are reproducible:
- * the same rows and seed give the same interval on every machine.
+ * The bootstrap's draws, from the one seeded generator (`app/prng.ts`: sfc32 seeded through splitmix32), so
+ * intervals are reproducible: the same rows and seed give the same interval on every machine.
  */
+import { createRng, fnv1a32, seededSfc32, type Rng } from '../../prng';
 import { logChoose } from './binomial';
-export interface Rng {
-  /** Uniform in [0, 1). */
-  next(): number;
-  /** Uniform integer in [0, n). */
-  int(n: number): number;
-}
 
-function splitmix32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x9e3779b9) >>> 0;
-    let z = s;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    return (z ^ (z >>> 16)) >>> 0;
-  };
-}
+export { createRng, type Rng };
 
-export function createRng(seed: number): Rng {
-  const sm = splitmix32(seed);
-  let a = sm();
-  let b = sm();
-  let c = sm();
-  let d = sm();
-  const u32 = (): number => {
-    const t = (((a + b) >>> 0) + d) >>> 0;
-    d = (d + 1) >>> 0;
-    a = b ^ (b >>> 9);
-    b = (c + (c << 3)) >>> 0;
-    c = (c << 21) | (c >>> 11);
-    c = (c + t) >>> 0;
-    return t;
-  };
-  for (let i = 0; i < 12; i++) u32();
-  return {
-    next: () => u32() / 4294967296,
-    int: (n: number) => Math.floor((u32() / 4294967296) * n),
-  };
-}
-
-/** A 32-bit hash of a string (FNV-1a), to derive per-group seeds that do not depend on group order. */
+/** A 32-bit hash of a string (FNV-1a from the seed-xored basis), to derive per-group seeds that do not depend on group order. */
 export function hashSeed(seed: number, key: string): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = 0; i < key.length; i++) {
-    h ^= key.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h >>> 0;
+  return fnv1a32(key, (0x811c9dc5 ^ seed) >>> 0);
 }
 
 /**
@@ -63,19 +22,7 @@ export function resampledMeans(values: ArrayLike<number>, B: number, seed: numbe
   const out = new Float64Array(B);
   if (n === 0) return out.fill(NaN);
   const v = values instanceof Float64Array ? values : Float64Array.from(values as ArrayLike<number>);
-  const sm = splitmix32(seed);
-  let a = sm();
-  let b = sm();
-  let c = sm();
-  let d = sm();
-  for (let i = 0; i < 12; i++) {
-    const t = (((a + b) >>> 0) + d) >>> 0;
-    d = (d + 1) >>> 0;
-    a = b ^ (b >>> 9);
-    b = (c + (c << 3)) >>> 0;
-    c = (c << 21) | (c >>> 11);
-    c = (c + t) >>> 0;
-  }
+  let { a, b, c, d } = seededSfc32(seed);
   const scale = n / 4294967296;
   for (let r = 0; r < B; r++) {
     let s = 0;

@@ -1,10 +1,11 @@
-import { LoupeCallError, type CallName, type CallReq, type CallRes, type ContractError, type EventName, type EventPayload, type LoupeClient, type WireMessage } from '../../../app/contract';
+import { LoupeCallError, type CallName, type CallReq, type CallRes, type ContractError, type LoupeClient, type WireMessage } from '../../../app/contract';
+import { createListeners } from './listeners';
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
 
 /** Client over the browser-mode WebSocket; reconnects with backoff and fails pending calls on loss. */
 export function createWsClient(token: string): LoupeClient {
-  const listeners = new Map<string, Set<(p: unknown) => void>>();
+  const listeners = createListeners();
   const pending = new Map<number, Pending>();
   const queue: string[] = [];
   let nextId = 1;
@@ -48,10 +49,7 @@ export function createWsClient(token: string): LoupeClient {
     };
   };
 
-  const emitLocal = (event: string, payload: unknown) => {
-    // Copy first: a listener may subscribe or unsubscribe while we iterate.
-    for (const l of [...(listeners.get(event) ?? [])]) l(payload);
-  };
+  const emitLocal = listeners.emit;
 
   connect();
 
@@ -66,13 +64,7 @@ export function createWsClient(token: string): LoupeClient {
         else queue.push(text);
       });
     },
-    on<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void): () => void {
-      const set = listeners.get(event) ?? new Set();
-      const l = listener as (p: unknown) => void;
-      set.add(l);
-      listeners.set(event, set);
-      return () => set.delete(l);
-    },
+    on: listeners.on,
     mediaUrl: (id) => `/media/${encodeURIComponent(id)}`,
     exportUrl: (name) => `/exports/${encodeURIComponent(name)}`,
   };

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { SlurmSshConnector } from '../../../app/connectors/slurm';
 import type { ServicesEnv } from '../connectors/servicesEnv';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** The CI cluster through the CI sshd (optionally through another port, e.g. a proxy's). */
 export function ciSlurm(e: ServicesEnv, remoteDir: string, over: { port?: number } = {}): SlurmSshConnector {
@@ -53,7 +54,7 @@ export async function waitFor(what: string, cond: () => boolean | Promise<boolea
   const t0 = Date.now();
   while (!(await cond())) {
     if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
   return Date.now() - t0;
 }

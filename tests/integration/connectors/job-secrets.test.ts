@@ -17,6 +17,7 @@ import { isTerminal, type Connector, type JobStatus } from '../../../app/connect
 import { createCore, type Core } from '../../../main/core';
 import { SERVICES, loadServicesEnv, type ServicesEnv } from './servicesEnv';
 import { describeIf, skipUnless } from '../../support/requirements';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const env = loadServicesEnv();
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-jobsecrets-'));
@@ -54,7 +55,7 @@ async function waitEnd(c: Connector, id: string): Promise<{ status: JobStatus; l
 async function waitFor(check: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
     if (check()) return;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   throw new Error(`gave up waiting for ${what}`);
 }
@@ -225,7 +226,7 @@ describe('job secrets through the core (training:submit with secretEnv)', () => 
     let snap: { job: { state: string }; log: string } = { job: { state: 'pending' }, log: '' };
     for (let i = 0; i < 300 && !isTerminal(snap.job.state as JobStatus['state']); i++) {
       snap = await call('training:open', { key: job.key });
-      if (!isTerminal(snap.job.state as JobStatus['state'])) await new Promise((r) => setTimeout(r, 200));
+      if (!isTerminal(snap.job.state as JobStatus['state'])) await sleep(200);
     }
     expect(snap.job.state).toBe('succeeded');
     for (let i = 0; i < 50 && !snap.log.includes('SECRET_SHA256='); i++) snap = await call('training:open', { key: job.key });

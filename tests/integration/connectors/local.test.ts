@@ -8,6 +8,7 @@ import { followIterator } from '../../../app/connectors/follow';
 import { LocalConnector, pidAlive as alive } from '../../../app/connectors/local';
 import { MetricSeries, MetricStreamParser } from '../../../app/training/metrics';
 import { verlMetricsScript } from './servicesEnv';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'loupe-local-jobs-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -46,7 +47,7 @@ describe('local connector', () => {
     for (let i = 0; i < 100 && !childPid; i++) {
       const m = /child (\d+)/.exec((await local.logs(id)).data.toString());
       if (m) childPid = Number(m[1]);
-      else await new Promise((r) => setTimeout(r, 30));
+      else await sleep(30);
     }
     expect(childPid).toBeGreaterThan(0);
     expect(alive(childPid)).toBe(true);
@@ -54,7 +55,7 @@ describe('local connector', () => {
     await local.cancel(id);
     const st = await local.status(id);
     expect(st.state).toBe('cancelled');
-    for (let i = 0; i < 50 && alive(childPid); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 50 && alive(childPid); i++) await sleep(20);
     expect(alive(childPid)).toBe(false);
   });
 
@@ -62,7 +63,7 @@ describe('local connector', () => {
     const { id } = await local.submit({ name: 'partial', script: 'printf "a\\nb"; sleep 0.6; printf "c\\n"; sleep 30' });
     const chunks: string[] = [];
     const f = local.follow(id, { pollMs: 30, onText: (t) => chunks.push(t) });
-    for (let i = 0; i < 200 && chunks.join('') !== 'a\nbc\n'; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 200 && chunks.join('') !== 'a\nbc\n'; i++) await sleep(20);
     f.dispose();
     const res = await f.done;
     expect(res.reason).toBe('disposed');

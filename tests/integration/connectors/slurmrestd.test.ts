@@ -7,6 +7,7 @@ import { SlurmRestConnector, scontrolTokenProvider } from '../../../app/connecto
 import { MetricSeries, MetricStreamParser } from '../../../app/training/metrics';
 import { SERVICES, loadServicesEnv, verlMetricsScript, type ServicesEnv } from './servicesEnv';
 import { describeIf } from '../../support/requirements';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const env = loadServicesEnv();
 
@@ -54,7 +55,7 @@ describeIf(!!env, SERVICES, 'slurmrestd (real)', () => {
 
   it('cancels a running job → CANCELLED', async () => {
     const { id } = await rest.submit({ name: 'loupe-rest-cancel', script: 'echo up\nsleep 120' });
-    for (let i = 0; i < 80 && (await rest.status(id)).state !== 'running'; i++) await new Promise((r) => setTimeout(r, 250));
+    for (let i = 0; i < 80 && (await rest.status(id)).state !== 'running'; i++) await sleep(250);
     await rest.cancel(id);
     const res = await rest.follow(id, { pollMs: 250 }).done;
     expect(res.status.state).toBe('cancelled');

@@ -11,17 +11,13 @@ import sharp from 'sharp';
 import { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor } from '@huggingface/transformers';
 import { describe, expect, it } from 'vitest';
 import { QwenVLRuntime, qwenPatches } from '../../../native/engine/qwenRuntime';
+import { noiseBytes } from '../../support/noise';
 import { TINY_DIR } from './parityFixture';
 
 const LOUPE_TINY = fileURLToPath(new URL('../../../models/loupe-tiny/model', import.meta.url));
 
 async function noisePng(dir: string, name: string, w: number, h: number, channels: 1 | 3 | 4, seed: number): Promise<string> {
-  const data = Buffer.alloc(w * h * channels);
-  let s = seed >>> 0;
-  for (let i = 0; i < data.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    data[i] = s >>> 24;
-  }
+  const data = Buffer.from(noiseBytes(w * h * channels, seed));
   const file = path.join(dir, name);
   await sharp(data, { raw: { width: w, height: h, channels } }).png().toFile(file);
   return file;

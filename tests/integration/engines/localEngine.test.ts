@@ -16,6 +16,7 @@ import { workerThreadTransportFactory } from '../../../native/engine/workerThrea
 import type { EngineTransport } from '../../../app/engines/local/transport';
 import { createChildProcessTransport, type ChildProcessTransport } from '../../../native/engine/childProcessTransport';
 import { TINY_DIR, greedy, image, parity, toMessages } from './parityFixture';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const cases = Object.entries(parity.cases) as Array<[keyof typeof parity.cases, (typeof parity.cases)['single_image']]>;
 
@@ -275,7 +276,7 @@ describe('LocalEngine worker lifecycle', () => {
     try {
       let exited = false;
       made[0]!.onExit(() => (exited = true));
-      await new Promise((r) => setTimeout(r, 800));
+      await sleep(800);
       expect(exited).toBe(true);
       const r = await e.generate(greedy(parity.cases.single_image));
       expect(r.tokens).toEqual(parity.cases.single_image.generated);

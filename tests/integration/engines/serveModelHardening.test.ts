@@ -19,6 +19,7 @@ import { startOpenAIServer, type OpenAIServer } from '../../../app/engines/serve
 import { workerThreadTransportFactory } from '../../../native/engine/workerThreadTransport';
 import { TINY_DIR } from './parityFixture';
 import { describeIf } from '../../support/requirements';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Reading another process's argv (what `ps` shows) needs Linux's /proc. */
 const HAS_PROC = fs.existsSync('/proc/self/cmdline');
@@ -243,7 +244,7 @@ describe('serve-model: fair turns across clients', () => {
       });
     const sweep = [0, 1, 2, 3, 4, 5].map((i) => one('sweep', i));
     // the sweep's first request is on the engine and five more wait when the other client asks
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     await Promise.all([...sweep, one('me', 0)]);
     expect(order.indexOf('me0'), order.join(' ')).toBeLessThanOrEqual(2);
   });

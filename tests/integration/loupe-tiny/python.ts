@@ -1,19 +1,12 @@
 /**
- * The Python that loupe-tiny's scripts run on in tests: $LOUPE_PYTHON, else python3, else /usr/bin/python3 — the
- * first that imports every module asked for. No such Python is a test failure with the install hint, never a skip
- * (CI installs Debian's python3-torch / python3-numpy / python3-pil when the machine's python3 lacks them).
+ * The Python that loupe-tiny's scripts run on in tests, by the app's one rule (app/workspace/python.ts): $LOUPE_PYTHON
+ * when set, else python3, else /usr/bin/python3 — the first that imports every module asked for. No such Python is a
+ * test failure with the install hint, never a skip (CI installs Debian's python3-torch / python3-numpy / python3-pil when the machine's python3 lacks them).
  */
-import { spawnSync } from 'node:child_process';
+import { probePythonSync } from '../../../app/workspace/python';
 
 export function findPython(modules: string[]): { python: string | null; tried: string[] } {
-  const candidates = [process.env.LOUPE_PYTHON, 'python3', '/usr/bin/python3'].filter((p): p is string => !!p);
-  const tried: string[] = [];
-  for (const py of candidates) {
-    const r = spawnSync(py, ['-c', `import ${modules.join(', ')}`], { encoding: 'utf8', timeout: 60_000 });
-    if (r.status === 0) return { python: py, tried };
-    tried.push(`${py}: ${r.error ? r.error.message : (r.stderr || '').trim().split('\n').pop() || `exit ${r.status}`}`);
-  }
-  return { python: null, tried };
+  return probePythonSync(modules);
 }
 
 const DEBIAN: Record<string, string> = { torch: 'python3-torch', numpy: 'python3-numpy', PIL: 'python3-pil' };

@@ -14,6 +14,7 @@ import { WS_MAX_MESSAGE_BYTES } from '../../../main/server/wire';
 import { calls, type DemoEvent, type MediaRef, type WireMessage } from '../../../app/contract';
 import { GLASS, GLASS_QUESTION, RECORDED_QID, RECORDED_RUN, writeRecordedRun } from '../../e2e/demo.fixture';
 import { tempWorkspace } from '../../e2e/harness';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 type Result = Extract<WireMessage, { type: 'result' }>;
 
@@ -21,7 +22,7 @@ async function until(cond: () => boolean, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`condition not met in ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 }
 

@@ -11,9 +11,10 @@ import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createRng } from '../../../app/sweeps/stats/rng';
+import { createRng } from '../../../app/prng';
 import { SampleRecordSchema } from '../../../app/contract/trajectory';
 import { CLI_CHILD, REPO, lastJson, makeSynth, readRecords, runCli } from './helpers';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const N = 6;
 const KILLS = 20;
@@ -30,7 +31,6 @@ afterAll(async () => {
   if (tmp) await fsp.rm(tmp, { recursive: true, force: true });
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Complete records so far; a torn last line (not yet repaired by a resume) is not a record. */
 async function recorded(file: string): Promise<Array<Record<string, unknown>>> {

@@ -6,8 +6,8 @@
  * to be killed. mode 'flood': keeps appending large records until killed.
  */
 import { promises as fsp } from 'node:fs';
-import type { SampleRecord } from '../../contract/trajectory';
-import { RunStore } from '../runStore';
+import type { SampleRecord } from '../../app/contract/trajectory';
+import { RunStore } from '../../app/workspace/runStore';
 
 function record(i: number, pad: number): SampleRecord {
   return {
