@@ -17,28 +17,39 @@ import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { parseArgs } from 'node:util';
 import { generateSynth } from '../../app/synth';
 import { ServedEngineLauncher } from '../../app/engines/served/launcher';
 import { runEvalCommand } from '../../main/cli/commands/eval';
 import { sharpSynthRaster } from '../../native/image/synthRaster';
 
-function arg(name: string, fallback?: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-}
+const { values: flags } = parseArgs({
+  options: {
+    model: { type: 'string' },
+    device: { type: 'string', default: 'cpu' },
+    dtype: { type: 'string', default: 'fp32' },
+    samples: { type: 'string', default: '20' },
+    'max-tokens': { type: 'string', default: '48' },
+    loupe: { type: 'string' },
+    out: { type: 'string' },
+  },
+  strict: true,
+  allowPositionals: false,
+});
 
 const out = (o: Record<string, unknown>) => console.log(JSON.stringify(o));
 
 async function main(): Promise<number> {
   const root = process.cwd();
-  const modelDir = path.resolve(arg('model', path.join(root, 'models', 'tiny-random-qwen25vl'))!);
-  const device = arg('device', 'cpu') as 'cpu' | 'cuda';
+  const modelDir = path.resolve(flags.model ?? path.join(root, 'models', 'tiny-random-qwen25vl'));
+  const device = flags.device as 'cpu' | 'cuda';
   if (device !== 'cpu' && device !== 'cuda') throw new Error(`--device must be cpu or cuda, got ${device}`);
-  const dtype = arg('dtype', 'fp32')!;
-  const samples = Number(arg('samples', '20'));
-  const maxTokens = arg('max-tokens', '48')!;
-  const loupe = (arg('loupe') ?? `${process.execPath} ${path.join(root, 'bin', 'loupe.mjs')}`).split(' ').filter(Boolean);
-  const work = path.resolve(arg('out') ?? mkdtempSync(path.join(os.tmpdir(), 'loupe-served-')));
+  const dtype = flags.dtype!;
+  const samples = Number(flags.samples);
+  if (!Number.isInteger(samples) || samples < 1) throw new Error(`--samples must be a whole number ≥ 1, got ${flags.samples}`);
+  const maxTokens = flags['max-tokens']!;
+  const loupe = (flags.loupe ?? `${process.execPath} ${path.join(root, 'bin', 'loupe.mjs')}`).split(' ').filter(Boolean);
+  const work = path.resolve(flags.out ?? mkdtempSync(path.join(os.tmpdir(), 'loupe-served-')));
   mkdirSync(work, { recursive: true });
 
   const launcher = new ServedEngineLauncher({ node: loupe[0]!, loupeBin: loupe.slice(1).join(' '), onEvent: (s) => out({ step: 'engine', status: s.status, message: s.message ?? null, baseURL: s.baseURL ?? null }) });
