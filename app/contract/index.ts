@@ -121,6 +121,11 @@ export interface LoupeClient {
    * file on the server is of no use to a browser over an SSH tunnel. Null where the door has no such route.
    */
   exportUrl(name: string): string | null;
+  /**
+   * Save an export where the user chooses (Electron: the system's save dialog, then a copy of the file). Resolves to
+   * the chosen path, or null when the user cancelled. Absent where the door has no dialog (browser mode downloads).
+   */
+  saveExport?(name: string): Promise<string | null>;
   readonly transport: 'electron' | 'browser';
 }
 
@@ -128,7 +133,12 @@ export interface LoupeClient {
 export interface LoupeBridge {
   invoke(method: string, payload: unknown): Promise<{ ok: true; result: unknown } | { ok: false; error: ContractError }>;
   subscribe(listener: (event: string, payload: unknown) => void): () => void;
+  /** Save a file of the workspace's `exports/` through the system's save dialog (main process). */
+  saveExport(name: string): Promise<SaveExportReply>;
 }
+
+/** main's answer to a save-export request: the chosen path (null: the user cancelled), or why it failed. */
+export type SaveExportReply = { ok: true; saved: string | null } | { ok: false; message: string };
 
 /** Thrown on the client side when a call fails. */
 export class LoupeCallError extends Error {

@@ -77,6 +77,9 @@ parent.on('message', (e: ElectronMessageEvent) => {
     case 'mediaPath':
       post({ type: 'mediaPath:reply', id: msg.id, path: core?.mediaPath(msg.mediaId) ?? null });
       return;
+    case 'exportPath':
+      post({ type: 'exportPath:reply', id: msg.id, path: typeof msg.name === 'string' ? (core?.exportPath(msg.name) ?? null) : null });
+      return;
     case 'safeStorage:reply': {
       const p = pending.get(msg.id);
       pending.delete(msg.id);

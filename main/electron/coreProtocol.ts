@@ -20,6 +20,7 @@ export type MainToCore =
   /** The window's port arrives with this message (`ports[0]`). */
   | { type: 'connect' }
   | { type: 'mediaPath'; id: number; mediaId: string }
+  | { type: 'exportPath'; id: number; name: string }
   | { type: 'safeStorage:reply'; id: number; ok: true; value: string | Uint8Array }
   | { type: 'safeStorage:reply'; id: number; ok: false; message: string }
   | { type: 'shutdown' };
@@ -28,6 +29,7 @@ export type CoreToMain =
   | { type: 'ready'; workspace: string }
   | { type: 'failed'; message: string }
   | { type: 'mediaPath:reply'; id: number; path: string | null }
+  | { type: 'exportPath:reply'; id: number; path: string | null }
   | { type: 'safeStorage'; id: number; op: 'encrypt'; text: string }
   | { type: 'safeStorage'; id: number; op: 'decrypt'; data: Uint8Array };
 
@@ -43,6 +45,8 @@ export type PortMessage = { kind: 'reply'; id: number; reply: Reply } | { kind: 
 
 /** The IPC channel on which main hands a window its port (the preload listens on it; the page never sees it). */
 export const PORT_CHANNEL = 'loupe:port';
+/** The IPC channel of the one renderer → main request: save an export through the system's save dialog. */
+export const SAVE_EXPORT_CHANNEL = 'loupe:save-export';
 
 /** Where the renderer is served from: a standard, secure custom scheme instead of file://. */
 export const APP_SCHEME = 'app';

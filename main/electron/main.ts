@@ -4,13 +4,14 @@
  * heavy runs here: main starts the core, serves static files, answers safeStorage, and enforces the rules.
  * Bundled to CommonJS by scripts/build-node.mjs.
  */
-import { app, BrowserWindow, MessageChannelMain, protocol, safeStorage, session, shell, utilityProcess, type MessagePortMain, type UtilityProcess, type WebContents } from 'electron';
+import { app, BrowserWindow, dialog, ipcMain, MessageChannelMain, protocol, safeStorage, session, shell, utilityProcess, type IpcMainInvokeEvent, type MessagePortMain, type UtilityProcess, type WebContents } from 'electron';
 import fs from 'node:fs';
 import path from 'node:path';
 import { electronBundle, rendererDir } from '../../app/paths';
 import { MIME } from '../server/mime';
 import { decodeUrlPart, openMediaFile } from '../server/mediaFile';
-import { APP_HOST, APP_ORIGIN, APP_SCHEME, CSP, MEDIA_SCHEME, PORT_CHANNEL, isAppUrl, type CoreToMain, type MainToCore } from './coreProtocol';
+import type { SaveExportReply } from '../../app/contract';
+import { APP_HOST, APP_ORIGIN, APP_SCHEME, CSP, MEDIA_SCHEME, PORT_CHANNEL, SAVE_EXPORT_CHANNEL, isAppUrl, type CoreToMain, type MainToCore } from './coreProtocol';
 
 protocol.registerSchemesAsPrivileged([
   { scheme: APP_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true } },
@@ -26,6 +27,7 @@ let nextId = 1;
 let failedStarts = 0;
 const MAX_FAILED_STARTS = 3;
 const mediaRequests = new Map<number, (p: string | null) => void>();
+const exportRequests = new Map<number, (p: string | null) => void>();
 
 /**
  * On Linux without libsecret/kwallet safeStorage "works" with a key hard-coded in Chromium (`basic_text`): that is
@@ -45,6 +47,10 @@ async function onCoreMessage(m: CoreToMain): Promise<void> {
     case 'mediaPath:reply':
       mediaRequests.get(m.id)?.(m.path);
       mediaRequests.delete(m.id);
+      return;
+    case 'exportPath:reply':
+      exportRequests.get(m.id)?.(m.path);
+      exportRequests.delete(m.id);
       return;
     case 'safeStorage':
       try {
@@ -86,6 +92,8 @@ function startCore(): Promise<void> {
       // A crash (e.g. in a native module) ends only the core: start a new one and reconnect the windows.
       for (const resolveMedia of mediaRequests.values()) resolveMedia(null);
       mediaRequests.clear();
+      for (const resolveExport of exportRequests.values()) resolveExport(null);
+      exportRequests.clear();
       coreReady = startCore().then(() => {
         for (const wc of windows) connect(wc);
       });
@@ -111,6 +119,43 @@ function mediaPath(mediaId: string): Promise<string | null> {
     mediaRequests.set(id, resolve);
     toCore({ type: 'mediaPath', id, mediaId });
   });
+}
+
+function exportPath(name: string): Promise<string | null> {
+  if (!core) return Promise.resolve(null);
+  const id = nextId++;
+  return new Promise((resolve) => {
+    exportRequests.set(id, resolve);
+    toCore({ type: 'exportPath', id, name });
+  });
+}
+
+const EXPORT_FILTERS: Record<string, Electron.FileFilter> = {
+  '.html': { name: 'HTML page', extensions: ['html'] },
+  '.webp': { name: 'Animated WebP', extensions: ['webp'] },
+  '.gif': { name: 'GIF', extensions: ['gif'] },
+};
+
+/**
+ * The one renderer → main request: save a file of the workspace's `exports/` where the user chooses. Only our own
+ * page may ask; the core resolves the name (nothing outside `exports/`); the file is copied, never moved.
+ */
+export async function saveExport(e: IpcMainInvokeEvent, name: unknown): Promise<SaveExportReply> {
+  if (!windows.has(e.sender) || !isAppUrl(e.sender.getURL())) return { ok: false, message: 'refused: not a Loupe window' };
+  if (typeof name !== 'string' || name.length === 0 || name.length > 255) return { ok: false, message: 'not an export name' };
+  const from = await exportPath(name);
+  if (!from) return { ok: false, message: `no export named "${name}" in this workspace` };
+  const ext = path.extname(name).toLowerCase();
+  const win = BrowserWindow.fromWebContents(e.sender);
+  const options: Electron.SaveDialogOptions = { title: 'Save export', defaultPath: path.join(app.getPath('downloads'), name), filters: EXPORT_FILTERS[ext] ? [EXPORT_FILTERS[ext]] : [] };
+  const choice = win ? await dialog.showSaveDialog(win, options) : await dialog.showSaveDialog(options);
+  if (choice.canceled || !choice.filePath) return { ok: true, saved: null };
+  try {
+    await fs.promises.copyFile(from, choice.filePath);
+    return { ok: true, saved: choice.filePath };
+  } catch (err) {
+    return { ok: false, message: `could not save to ${choice.filePath}: ${err instanceof Error ? err.message : String(err)}` };
+  }
 }
 
 async function fileResponse(file: string, headers: Record<string, string> = {}): Promise<Response> {
@@ -198,6 +243,7 @@ async function bootstrap(): Promise<void> {
   session.defaultSession.setPermissionCheckHandler(() => false);
   protocol.handle(APP_SCHEME, serveApp);
   protocol.handle(MEDIA_SCHEME, serveMedia);
+  ipcMain.handle(SAVE_EXPORT_CHANNEL, saveExport);
   coreReady = startCore();
   createWindow();
   app.on('activate', () => {

@@ -5,8 +5,8 @@
  * arrives wait for it.
  */
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
-import type { ContractError, LoupeBridge } from '../../app/contract';
-import { PORT_CHANNEL, type PortCall, type PortMessage } from './coreProtocol';
+import type { ContractError, LoupeBridge, SaveExportReply } from '../../app/contract';
+import { PORT_CHANNEL, SAVE_EXPORT_CHANNEL, type PortCall, type PortMessage } from './coreProtocol';
 
 type Reply = { ok: true; result: unknown } | { ok: false; error: ContractError };
 
@@ -53,6 +53,10 @@ const bridge: LoupeBridge = {
       if (port) port.postMessage(call);
       else waiting.push(call);
     });
+  },
+  saveExport: (name) => {
+    if (typeof name !== 'string' || name.length === 0 || name.length > 255) return Promise.resolve<SaveExportReply>({ ok: false, message: 'not an export name' });
+    return ipcRenderer.invoke(SAVE_EXPORT_CHANNEL, name) as Promise<SaveExportReply>;
   },
   subscribe: (listener) => {
     const l = (event: string, payload: unknown) => listener(event, payload);

@@ -75,7 +75,7 @@ describe('the Electron door (production bundles under the Electron harness)', ()
     await screenshot(page, 'electron-window');
   });
 
-  it('the preload bundle exposes exactly window.loupe (invoke, subscribe) and nothing of Electron or Node', async () => {
+  it('the preload bundle exposes exactly window.loupe (invoke, saveExport, subscribe) and nothing of Electron or Node', async () => {
     const seen = await page.evaluate(() => {
       const w = window as unknown as Record<string, unknown> & { __harness: { added: string[]; exposed: string[] }; loupe: object };
       return {
@@ -86,7 +86,7 @@ describe('the Electron door (production bundles under the Electron harness)', ()
         leaks: ['require', 'module', 'process', 'ipcRenderer', 'contextBridge', 'Buffer', 'global'].filter((k) => k in w),
       };
     });
-    expect(seen).toEqual({ added: ['loupe'], exposed: ['loupe'], keys: ['invoke', 'subscribe'], frozen: true, leaks: [] });
+    expect(seen).toEqual({ added: ['loupe'], exposed: ['loupe'], keys: ['invoke', 'saveExport', 'subscribe'], frozen: true, leaks: [] });
   });
 
   it('contract calls round-trip over a MessagePort to the core in its own process; main loads nothing heavy', async () => {
@@ -142,6 +142,47 @@ describe('the Electron door (production bundles under the Electron harness)', ()
     expect((await h.protocolHandlers.get('loupe-media')!(new Request('loupe-media://media/..%2F..%2Fsettings.json'))).status).toBe(404);
     // A ceiling for a loaded 2-core machine (one trajectory took 23 s to 119 s here), not a performance target.
   }, 300_000);
+
+  it('an export is saved where the user chooses, through the system save dialog; a cancel, a foreign name or sender saves nothing', async () => {
+    // The trajectory of the test above is on screen: export it as an HTML page.
+    await page.getByTestId('export-html').click();
+    await page.getByTestId('export-save-html').waitFor({ timeout: 120_000 });
+    // No download link in this door: the file on the core's machine is the user's machine's.
+    expect(await page.getByTestId('export-download-html').count()).toBe(0);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loupe-save-'));
+    const target = path.join(dir, 'chosen name.html');
+    h.saveDialog = { canceled: false, filePath: target };
+    await page.getByTestId('export-save-html').click();
+    await page.getByTestId('export-saved-html').filter({ hasText: 'saved to' }).waitFor();
+    expect(await page.getByTestId('export-saved-html').textContent()).toContain(target);
+    await screenshot(page, 'electron-export-saved');
+    const html = fs.readFileSync(target, 'utf8');
+    expect(html.slice(0, 200).toLowerCase()).toContain('<!doctype html');
+    expect(html).toContain('crop_image_normalized');
+    const dialogs = h.recorder.find('dialog.showSaveDialog');
+    expect(dialogs.length).toBe(1);
+    expect(dialogs[0]!.args[0]).toBe('with parent window');
+    expect((dialogs[0]!.args[1] as { defaultPath: string }).defaultPath).toMatch(/\.html$/);
+    // The user cancels: nothing is written, and the line says so.
+    h.saveDialog = { canceled: true, filePath: '' };
+    fs.rmSync(target);
+    await page.getByTestId('export-save-html').click();
+    await page.getByTestId('export-saved-html').filter({ hasText: 'cancelled' }).waitFor();
+    expect(fs.existsSync(target)).toBe(false);
+    // Hostile names from the page never reach the dialog: the core resolves names inside exports/ only.
+    h.saveDialog = { canceled: false, filePath: target };
+    const replies = await page.evaluate(async () => {
+      const l = (window as unknown as { loupe: { saveExport(n: unknown): Promise<unknown> } }).loupe;
+      return Promise.all(['../settings.json', '..%2Fsettings.json', 'x'.repeat(300), '', 42].map((n) => l.saveExport(n)));
+    });
+    for (const r of replies) expect(r).toMatchObject({ ok: false });
+    expect(h.recorder.find('dialog.showSaveDialog').length).toBe(2);
+    expect(fs.existsSync(target)).toBe(false);
+    // A sender that is not one of main's windows is refused before anything is resolved.
+    const stranger = { getURL: () => 'https://example.invalid/', isDestroyed: () => false };
+    await expect(Promise.resolve(h.ipcHandlers.get('loupe:save-export')!({ sender: stranger as never }, 'x.html'))).resolves.toEqual({ ok: false, message: 'refused: not a Loupe window' });
+    fs.rmSync(dir, { recursive: true, force: true });
+  }, 180_000);
 
   it('the secret store keeps its values under safeStorage, which main holds for the core', async () => {
     const set = await invoke(page, 'training:secretSet', { name: 'harness-token', value: 'not-a-real-secret' });

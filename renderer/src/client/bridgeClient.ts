@@ -14,7 +14,12 @@ export function createBridgeClient(bridge: LoupeBridge): LoupeClient {
     },
     on: listeners.on,
     mediaUrl: (id) => `loupe-media://media/${encodeURIComponent(id)}`,
-    // Electron has no download route; the export's path on this machine is shown instead.
+    // Electron has no download route: exports are saved where the user chooses, through the system's save dialog.
     exportUrl: () => null,
+    async saveExport(name) {
+      const r = await bridge.saveExport(name);
+      if (!r.ok) throw new Error(r.message);
+      return r.saved;
+    },
   };
 }

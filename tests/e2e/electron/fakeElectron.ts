@@ -202,6 +202,10 @@ export class FakeBrowserWindow extends EventEmitter {
     this.webContents = new FakeWebContents(FakeBrowserWindow.r, FakeBrowserWindow.host, this);
     FakeBrowserWindow.all.push(this);
   }
+  static fromWebContents(wc: FakeWebContents): FakeBrowserWindow | null {
+    FakeBrowserWindow.r.rec('BrowserWindow.fromWebContents', wc.id);
+    return wc.win;
+  }
   static getAllWindows(): FakeBrowserWindow[] {
     return FakeBrowserWindow.all.filter((w) => !w.webContents.destroyed);
   }
@@ -245,6 +249,10 @@ export interface Harness {
   firstWindow(): Promise<FakeBrowserWindow>;
   /** The http origin that stands for `app://loupe` in Chromium. */
   readonly origin: string;
+  /** `ipcMain.handle` registrations (channel → main's handler). */
+  readonly ipcHandlers: Map<string, (e: { sender: FakeWebContents }, ...args: unknown[]) => unknown>;
+  /** What the next `dialog.showSaveDialog` answers (the user's choice); every call is recorded. */
+  saveDialog: E.SaveDialogReturnValue;
   close(): Promise<void>;
 }
 
@@ -256,7 +264,7 @@ function preloadInitScript(preloadSource: string): string {
   const ipcRenderer = {
     on(channel, l) { if (!listeners.has(channel)) listeners.set(channel, new Set()); listeners.get(channel).add(l); return ipcRenderer; },
     removeListener(channel, l) { listeners.get(channel)?.delete(l); return ipcRenderer; },
-    invoke() { return Promise.reject(new Error('ipcRenderer.invoke: not used by Loupe, not provided by the harness')); },
+    invoke(channel, ...args) { return window.__harnessInvoke(channel, args); },
     send() { throw new Error('ipcRenderer.send: not used by Loupe, not provided by the harness'); },
   };
   const exposed = [];
@@ -302,6 +310,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
   const privilegedSchemes: E.CustomScheme[] = [];
   const exits: number[] = [];
   const pages = new Set<Page>();
+  const ipcHandlers: Harness['ipcHandlers'] = new Map();
   let readyResolve!: () => void;
   const ready = new Promise<void>((res) => (readyResolve = res));
   let firstWindowResolve!: (w: FakeBrowserWindow) => void;
@@ -355,6 +364,13 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
       await page.exposeBinding('__harnessPortOut', (_src, id: number, data: unknown) => {
         portsById.get(id)?.postMessage(data);
       });
+      // ipcRenderer.invoke from the preload: main's ipcMain.handle handler, with this window as the sender.
+      await page.exposeBinding('__harnessInvoke', async (_src, channel: string, args: unknown[]) => {
+        r.rec('ipcRenderer.invoke', channel, ...args);
+        const handler = ipcHandlers.get(channel);
+        if (!handler) throw new Error(`No handler registered for '${channel}'`);
+        return handler({ sender: wc }, ...args);
+      });
       if (prefs.preload) await page.addInitScript({ content: preloadInitScript(fs.readFileSync(prefs.preload, 'utf8')) });
       let initial = true;
       // Renderer-initiated navigations and redirects go through main's rules, as in Electron.
@@ -406,6 +422,8 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     exits,
     firstWindow: () => firstWindow,
     origin,
+    ipcHandlers,
+    saveDialog: { canceled: true, filePath: '' },
     async close() {
       if (closed) return;
       closed = true;
@@ -430,7 +448,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     },
   };
 
-  class FakeApp extends EventEmitter implements Pick<E.App, 'whenReady' | 'isReady' | 'quit' | 'exit' | 'isPackaged'> {
+  class FakeApp extends EventEmitter implements Pick<E.App, 'whenReady' | 'isReady' | 'quit' | 'exit' | 'isPackaged' | 'getPath'> {
     isPackaged = false;
     override on(event: string, listener: Listener): this {
       r.rec('app.on', event);
@@ -442,6 +460,10 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     }
     isReady(): boolean {
       return true;
+    }
+    getPath(name: string): string {
+      r.rec('app.getPath', name);
+      return path.join(o.resourcesPath, `harness-${name}`);
     }
     quit(): void {
       r.rec('app.quit');
@@ -524,8 +546,24 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     }
   }
 
+  const ipcMain = {
+    handle(channel: string, handler: (e: { sender: FakeWebContents }, ...args: unknown[]) => unknown) {
+      r.rec('ipcMain.handle', channel);
+      ipcHandlers.set(channel, handler);
+    },
+  };
+  const dialog = {
+    async showSaveDialog(...args: unknown[]): Promise<E.SaveDialogReturnValue> {
+      const options = args.find((a) => a && typeof a === 'object' && !(a instanceof FakeBrowserWindow)) as E.SaveDialogOptions | undefined;
+      r.rec('dialog.showSaveDialog', args[0] instanceof FakeBrowserWindow ? 'with parent window' : 'no parent window', options);
+      return harness.saveDialog;
+    },
+  };
+
   const fake = {
     app: new FakeApp(),
+    dialog,
+    ipcMain,
     BrowserWindow: FakeBrowserWindow,
     MessageChannelMain: FakeMessageChannelMain,
     protocol,
