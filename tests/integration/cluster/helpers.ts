@@ -1,9 +1,9 @@
 /** Shared pieces of the cluster suites: the CI Slurm connector through the CI sshd, and a cuttable TCP proxy. */
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import { SlurmSshConnector } from '../../../app/connectors/slurm';
 import type { ServicesEnv } from '../connectors/servicesEnv';
 import { setTimeout as sleep } from 'node:timers/promises';
+export { startProxy } from '../../support/tcpProxy';
 
 /** The CI cluster through the CI sshd (optionally through another port, e.g. a proxy's). */
 export function ciSlurm(e: ServicesEnv, remoteDir: string, over: { port?: number } = {}): SlurmSshConnector {
@@ -16,37 +16,6 @@ export function ciSlurm(e: ServicesEnv, remoteDir: string, over: { port?: number
     slurmConf: e.slurmConf,
     partition: e.partition,
   });
-}
-
-/** A TCP proxy in front of sshd whose connections can be cut and whose listener can be closed (the link dies). */
-export function startProxy(targetPort: number): Promise<{ port: number; kill: () => Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(targetPort, '127.0.0.1');
-    sockets.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
-    const gone = (): void => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', gone).on('close', gone);
-    upstream.on('error', gone).on('close', gone);
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: (server.address() as net.AddressInfo).port,
-        kill: async () => {
-          const closed = new Promise<void>((r) => server.close(() => r()));
-          for (const s of sockets) s.destroy();
-          sockets.clear();
-          await closed;
-        },
-      }),
-    ),
-  );
 }
 
 /** Poll `cond` until true or `ms` pass; resolves with how long it took (rejects on timeout, naming `what`). */

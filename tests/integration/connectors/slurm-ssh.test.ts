@@ -16,6 +16,7 @@ import { templateToJobSpec } from '../../../app/training/jobSpec';
 import { buildTemplate } from '../../../app/training/templates';
 import { SERVICES, loadServicesEnv, verlMetricsScript, type ServicesEnv } from './servicesEnv';
 import { describeIf } from '../../support/requirements';
+import { startProxy } from '../../support/tcpProxy';
 
 const env = loadServicesEnv();
 
@@ -28,38 +29,6 @@ function sshOpts(e: ServicesEnv, over: Partial<{ port: number; privateKey: strin
     knownHosts: over.knownHosts ?? readFileSync(e.knownHosts, 'utf8'),
     readyTimeoutMs: over.readyTimeoutMs ?? 10_000,
   };
-}
-
-/** A TCP proxy whose live connections can be cut, to drop the SSH link mid-follow. */
-function startProxy(targetPort: number): Promise<{ port: number; cut: () => number; close: () => Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(targetPort, '127.0.0.1');
-    sockets.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
-    const gone = (): void => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', gone).on('close', gone);
-    upstream.on('error', gone).on('close', gone);
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: (server.address() as net.AddressInfo).port,
-        cut: () => {
-          const n = sockets.size;
-          for (const s of sockets) s.destroy();
-          sockets.clear();
-          return n;
-        },
-        close: () => new Promise<void>((r) => server.close(() => r())),
-      }),
-    ),
-  );
 }
 
 /** The connector both real-Slurm suites use: the CI cluster through the CI sshd. */
