@@ -377,8 +377,11 @@ export class ServedEngine {
         if ((e as { code?: string }).code !== 'not-found') errors.push(`could not cancel Slurm job ${this.st.jobId}: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
-    const message = [failed, ...errors].filter(Boolean).join('; ') || 'stopped';
-    this.st = { ...this.st, status: failed ? 'error' : 'stopped', message };
+    // An engine that had already failed keeps its reason: stopping it is clean-up, not a clean stop.
+    const prior = this.st.status === 'error' ? this.st.message : undefined;
+    const reason = failed ?? prior;
+    const message = [reason, ...errors].filter(Boolean).join('; ') || 'stopped';
+    this.st = { ...this.st, status: reason ? 'error' : 'stopped', message };
     const s = this.state();
     this.opts.onEvent?.(s);
     for (const l of this.listeners) l(s);

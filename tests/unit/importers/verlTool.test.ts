@@ -50,7 +50,7 @@ describe('verl-tool importer', () => {
 
   it('a missing path or unknown format is one clear error', async () => {
     await expect(importRun('verl-tool', path.join(DIR, 'nope'))).rejects.toThrow(/nope: no such file or folder/);
-    await expect(importRun('openai-evals', DIR)).rejects.toThrow(/unknown import format "openai-evals" \(known: pixel-reasoner, verl-tool, deepeyes, lmms-eval\)/);
+    await expect(importRun('openai-evals', DIR)).rejects.toThrow(/unknown import format "openai-evals" \(known: pixel-reasoner, verl-tool, deepeyes, lmms-eval, pyvision\)/);
   });
 
   it('splits plain and chat-marked responses the same way', () => {
