@@ -13,6 +13,13 @@ import { RunIndexService, type RunFiles } from './runIndex';
 import { INDEX_FILE } from './runIndexFile';
 
 let root: string;
+/** Every service a test makes: their index writes run in the background and must end before the folder is removed. */
+const made: RunIndexService[] = [];
+function svc(...args: ConstructorParameters<typeof RunIndexService>): RunIndexService {
+  const s = new RunIndexService(...args);
+  made.push(s);
+  return s;
+}
 const RUN = 'synthetic-400-s3';
 
 function filesAt(dir: string): RunFiles {
@@ -53,19 +60,20 @@ beforeEach(async () => {
   root = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-runindex-'));
 });
 afterEach(async () => {
+  await Promise.all(made.splice(0).map((s) => s.flush()));
   await fsp.rm(root, { recursive: true, force: true });
 });
 
 describe('RunIndexService: the index persisted beside the run', () => {
   it('a loaded index answers exactly as the built one, reads no search text until a search, and opens records', async () => {
     await writeRun(RUN, lines(samples(400)));
-    const built = new RunIndexService(filesAt(root));
+    const built = svc(filesAt(root));
     expect((await built.table(RUN)).origin).toBe('built');
     const a = await view(built);
     await built.flush();
     expect((await fsp.stat(path.join(root, RUN, INDEX_FILE))).size).toBeGreaterThan(0);
 
-    const fresh = new RunIndexService(filesAt(root));
+    const fresh = svc(filesAt(root));
     const t = await fresh.table(RUN);
     expect(t.origin).toBe('loaded');
     expect(t.index.textsLoaded).toBe(false);
@@ -82,13 +90,13 @@ describe('RunIndexService: the index persisted beside the run', () => {
   it('a run that grew is read from where its index stops; a re-recorded qid keeps one row, the last record', async () => {
     const all = samples(400);
     await writeRun(RUN, lines(all.slice(0, 300)));
-    const first = new RunIndexService(filesAt(root));
+    const first = svc(filesAt(root));
     await first.table(RUN);
     await first.flush();
 
     const again = { ...all[10]!, prediction: 'a re-recorded answer', correct: !all[10]!.correct };
     await fsp.appendFile(path.join(root, RUN, 'samples.jsonl'), lines([...all.slice(300), again]));
-    const s = new RunIndexService(filesAt(root));
+    const s = svc(filesAt(root));
     const t = await s.table(RUN);
     expect(t.origin).toBe('loaded');
     expect(t.index.size).toBe(400);
@@ -98,7 +106,7 @@ describe('RunIndexService: the index persisted beside the run', () => {
 
     // The same answers as an index built from scratch over the whole file.
     await fsp.rm(path.join(root, RUN, INDEX_FILE));
-    const scratch = new RunIndexService(filesAt(root), { persist: false });
+    const scratch = svc(filesAt(root), { persist: false });
     expect((await scratch.table(RUN)).origin).toBe('built');
     expect(await view(s)).toEqual(await view(scratch));
 
@@ -112,7 +120,7 @@ describe('RunIndexService: the index persisted beside the run', () => {
   it('a samples file changed in place (same size) or replaced is re-indexed, never served from the stale index', async () => {
     const rs = samples(400);
     await writeRun(RUN, lines(rs));
-    const s1 = new RunIndexService(filesAt(root));
+    const s1 = svc(filesAt(root));
     await s1.table(RUN);
     await s1.flush();
     // One character of the first record changed: same size, same tail.
@@ -120,7 +128,7 @@ describe('RunIndexService: the index persisted beside the run', () => {
     const edited = text.replace(/"prediction":"([^"])/, '"prediction":"Z');
     expect(edited.length).toBe(text.length);
     await fsp.writeFile(path.join(root, RUN, 'samples.jsonl'), edited);
-    const s2 = new RunIndexService(filesAt(root));
+    const s2 = svc(filesAt(root));
     const t = await s2.table(RUN);
     expect(t.origin).toBe('built');
     expect((await s2.get(RUN, rs[0]!.qid)).prediction.startsWith('Z')).toBe(true);
@@ -128,7 +136,7 @@ describe('RunIndexService: the index persisted beside the run', () => {
     // Shorter: a different, smaller run in its place.
     await s2.flush();
     await fsp.writeFile(path.join(root, RUN, 'samples.jsonl'), lines(rs.slice(0, 50)));
-    const s3 = new RunIndexService(filesAt(root));
+    const s3 = svc(filesAt(root));
     const t3 = await s3.table(RUN);
     expect(t3.origin).toBe('built');
     expect(t3.index.size).toBe(50);
@@ -136,7 +144,7 @@ describe('RunIndexService: the index persisted beside the run', () => {
 
   it('a damaged index (truncated, garbage, another format, oversized header) is rebuilt and replaced', async () => {
     await writeRun(RUN, lines(samples(400)));
-    const s = new RunIndexService(filesAt(root));
+    const s = svc(filesAt(root));
     const want = await view(s);
     await s.flush();
     const idx = path.join(root, RUN, INDEX_FILE);
@@ -154,37 +162,37 @@ describe('RunIndexService: the index persisted beside the run', () => {
     expect(header).toBeGreaterThan(0);
     for (const [what, bytes] of damaged) {
       await fsp.writeFile(idx, bytes);
-      const fresh = new RunIndexService(filesAt(root));
+      const fresh = svc(filesAt(root));
       const t = await fresh.table(RUN);
       expect(t.origin, what).toBe('built');
       expect(await view(fresh), what).toEqual(want);
       await fresh.flush();
       // Rewritten: the next start loads it.
-      expect((await new RunIndexService(filesAt(root)).table(RUN)).origin, what).toBe('loaded');
+      expect((await svc(filesAt(root)).table(RUN)).origin, what).toBe('loaded');
     }
   });
 
   it('search texts damaged after the columns were read fail the search loudly (and a new service rebuilds)', async () => {
     await writeRun(RUN, lines(samples(100)));
-    const s = new RunIndexService(filesAt(root));
+    const s = svc(filesAt(root));
     await s.table(RUN);
     await s.flush();
-    const t = await new RunIndexService(filesAt(root)).table(RUN);
+    const t = await svc(filesAt(root)).table(RUN);
     expect(t.origin).toBe('loaded');
     const idx = path.join(root, RUN, INDEX_FILE);
     const good = await fsp.readFile(idx);
     await fsp.writeFile(idx, good.subarray(0, good.length - 100));
     expect(() => t.index.search('umbrella')).toThrow(/truncated|malformed|rewritten/);
-    expect((await new RunIndexService(filesAt(root)).table(RUN)).origin).toBe('built');
+    expect((await svc(filesAt(root)).table(RUN)).origin).toBe('built');
   });
 
   it('a run folder copied under another id is indexed under its own id', async () => {
     await writeRun(RUN, lines(samples(100)));
-    const s = new RunIndexService(filesAt(root));
+    const s = svc(filesAt(root));
     await s.table(RUN);
     await s.flush();
     await fsp.cp(path.join(root, RUN), path.join(root, 'copy-of-run'), { recursive: true });
-    const t = await new RunIndexService(filesAt(root)).table('copy-of-run');
+    const t = await svc(filesAt(root)).table('copy-of-run');
     expect(t.origin).toBe('built');
     expect(t.index.row(0).run).toBe('copy-of-run');
   });
@@ -192,7 +200,7 @@ describe('RunIndexService: the index persisted beside the run', () => {
   it('a torn last line and bad lines are skipped and counted; a run ending in a torn line is not persisted', async () => {
     const rs = samples(50);
     await writeRun(RUN, lines(rs.slice(0, 40)) + '{"qid": "broken"\n' + 'not json\n' + lines(rs.slice(40)) + JSON.stringify(rs[0]).slice(0, 30));
-    const s = new RunIndexService(filesAt(root));
+    const s = svc(filesAt(root));
     const t = await s.table(RUN);
     expect(t.index.size).toBe(50);
     expect(t.unreadable).toBe(3); // two bad lines and the torn tail
@@ -204,12 +212,12 @@ describe('RunIndexService: the index persisted beside the run', () => {
   it('an index that cannot be written (a folder in its place) costs nothing but the re-read', async () => {
     await writeRun(RUN, lines(samples(30)));
     await fsp.mkdir(path.join(root, RUN, INDEX_FILE));
-    const s = new RunIndexService(filesAt(root));
+    const s = svc(filesAt(root));
     expect((await s.table(RUN)).index.size).toBe(30);
     await s.flush();
     expect((await fsp.stat(path.join(root, RUN, INDEX_FILE))).isDirectory()).toBe(true);
     expect((await fsp.readdir(path.join(root, RUN))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
-    const again = await new RunIndexService(filesAt(root)).table(RUN);
+    const again = await svc(filesAt(root)).table(RUN);
     expect(again.origin).toBe('built');
     expect(again.index.size).toBe(30);
   });
@@ -217,7 +225,7 @@ describe('RunIndexService: the index persisted beside the run', () => {
   it('several runs pool into one index with both runs\' rows', async () => {
     await writeRun(RUN, lines(samples(60)));
     await writeRun('other', lines(samples(40, 8)));
-    const s = new RunIndexService(filesAt(root));
+    const s = svc(filesAt(root));
     const { index } = await s.index([RUN, 'other', RUN]);
     expect(index.size).toBe(100);
     expect(index.select({ query: 'run = other' }).length).toBe(40);
