@@ -64,7 +64,7 @@ describe('Training page', () => {
     // The template list arrives once the core has checked for the loupe-tiny trainer's Python (torch import).
     await select.locator('option[value="custom-script"]').waitFor({ state: 'attached' });
     const options = await select.locator('option').allTextContents();
-    expect(options.length).toBe(6);
+    expect(options.length).toBe(8);
     // The local loupe-tiny fine-tune (its own e2e test runs it): the notice says whether it runs here and why.
     await select.selectOption('loupe-tiny-finetune');
     await expect(page.getByTestId('template-notice').textContent()).resolves.toMatch(/^Runs here: synth → prepare → train|needs Python 3 with torch|predates the local fine-tune|not part of this build/);
