@@ -4,7 +4,7 @@
  * same numbers as app/sweeps/stats (accuracy, accuracyTable, toolUse, accuracyByToolUse) with Wilson intervals,
  * which is what the contract's RunStats carries (the bootstrap intervals those functions add are not shown there).
  */
-import { wilson, type Interval } from '../../sweeps/stats/accuracy';
+import { byGroupKeys, wilson, type Interval } from '../../sweeps/stats/accuracy';
 import type { SampleIndex } from './sampleIndex';
 
 export interface IndexGroupStat {
@@ -47,22 +47,6 @@ class Sums {
     const calls = this.calls[g]!;
     return { key, n, correct: k, accuracy: n ? k / n : NaN, wilson: wilson(k, n), rapr: n ? this.withCalls[g]! / n : NaN, callsPerSample: n ? calls / n : NaN, toolErrorRate: calls ? this.errors[g]! / calls : NaN };
   }
-}
-
-const collator = new Intl.Collator('en', { numeric: true });
-/** accuracyTable's order: natural order per key, a missing value last. */
-function byKeys(names: readonly string[]) {
-  return (a: IndexGroupStat, b: IndexGroupStat): number => {
-    for (const nm of names) {
-      const x = a.key[nm] ?? null;
-      const y = b.key[nm] ?? null;
-      if (x === y) continue;
-      if (x === null) return 1;
-      if (y === null) return -1;
-      return collator.compare(x, y);
-    }
-    return 0;
-  };
 }
 
 /** Statistics of the rows `ids` of `index` (all rows when not given). */
@@ -128,8 +112,8 @@ export function indexStats(index: SampleIndex, ids?: ArrayLike<number>): IndexSt
       if (byCat.n[g]) catRows.push(byCat.stat(g, { bench: name(bench, b), category: name(category, c) }));
     }
   }
-  benchRows.sort(byKeys(['bench']));
-  catRows.sort(byKeys(['bench', 'category']));
+  benchRows.sort(byGroupKeys(['bench']));
+  catRows.sort(byGroupKeys(['bench', 'category']));
   const overall = total.stat(0, {});
   const stopReasons: Record<string, number> = {};
   for (let s = 0; s < stops.length; s++) if (stops[s]) stopReasons[s > 0 ? stop.values[s - 1]! : 'undefined'] = stops[s]!;

@@ -184,6 +184,22 @@ export interface GroupRow extends AccuracyStat {
  * Each group's bootstrap seed is derived from the seed and the group's key, so a group's interval does
  * not change when other groups come or go.
  */
+const keyCollator = new Intl.Collator('en', { numeric: true });
+/** The order of grouped statistics: natural order per key name in turn, a missing value last. */
+export function byGroupKeys(names: readonly string[]) {
+  return (a: { key: Record<string, string | null> }, b: { key: Record<string, string | null> }): number => {
+    for (const nm of names) {
+      const x = a.key[nm] ?? null;
+      const y = b.key[nm] ?? null;
+      if (x === y) continue;
+      if (x === null) return 1;
+      if (y === null) return -1;
+      return keyCollator.compare(x, y);
+    }
+    return 0;
+  };
+}
+
 export function accuracyTable(rows: readonly StatRow[], keys: readonly GroupKey[], opts: BootstrapOptions = {}): GroupRow[] {
   const names = keys.map((k, i) => (typeof k === 'string' ? k : `key${i}`));
   const get = keys.map((k) => (typeof k === 'string' ? (r: StatRow) => r[k] : k));
@@ -200,19 +216,9 @@ export function accuracyTable(rows: readonly StatRow[], keys: readonly GroupKey[
     }
     g.rows.push(r);
   }
-  const collator = new Intl.Collator('en', { numeric: true });
+  const order = byGroupKeys(names);
   return [...groups.entries()]
-    .sort(([, a], [, b]) => {
-      for (const nm of names) {
-        const x = a.key[nm] ?? null;
-        const y = b.key[nm] ?? null;
-        if (x === y) continue;
-        if (x === null) return 1;
-        if (y === null) return -1;
-        return collator.compare(x, y);
-      }
-      return 0;
-    })
+    .sort(([, a], [, b]) => order(a, b))
     .map(([id, g]) => {
       const acc = accuracy(g.rows, { ...opts, seed: hashSeed(opts.seed ?? 0, id) });
       const tu = toolUse(g.rows);
