@@ -8,14 +8,8 @@ import net from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { RayConnector } from './ray';
 import { ConnectorError } from './types';
+import { closedPort } from '../../tests/support/ports';
 
-async function closedPort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 /** A socket that listens with a backlog of 1 and never accepts; two connections fill the queue (python3: Node always accepts). */
 function fullBacklog(): Promise<{ port: number; child: ChildProcess }> {
