@@ -156,9 +156,9 @@ fi
   echo "fatbin pruned to sm: ${sm:-no (all architectures kept)}"
 } > "$st/SOURCES.txt"
 
-echo "compressing (xz -9, one thread) ..." >&2
+echo "compressing (xz ${XZ_LEVEL:--9}, one thread) ..." >&2
 # fixed owner, order and times: the same inputs give the same bytes, so parts from two runs agree
-tar -C "$st" --owner=0 --group=0 --numeric-owner --sort=name --mtime=@0 -cf - onnxruntime-node onnxruntime-common SOURCES.txt | xz -9 -T1 > "$out/ort129.tar.xz"
+tar -C "$st" --owner=0 --group=0 --numeric-owner --sort=name --mtime=@0 -cf - onnxruntime-node onnxruntime-common SOURCES.txt | xz "${XZ_LEVEL:--9}" -T1 > "$out/ort129.tar.xz"
 rm -f "$out"/cuda-ep.part-*
 split -b "$PART_SIZE" -d -a 2 "$out/ort129.tar.xz" "$out/cuda-ep.part-"
 (cd "$out" && sha256sum cuda-ep.part-* ort129.tar.xz > SHA256SUMS)
