@@ -491,10 +491,12 @@ export class QwenVLRuntime {
       if (name === 'logits') continue;
       const pastName = name.replace('present', 'past_key_values');
       const prev = past[pastName];
-      // fp32 exports hold the KV in Float32Array, fp16 exports (the GPU path) in 16-bit words (Uint16Array, or
-      // Float16Array where the runtime has it): the buffers take the past's own array type, so no step converts.
+      // float32 only. fp16 exports (the CUDA path) decode faster through model.forward: with these bound host buffers
+      // the random 7B ran at 39.6 tok/s against 57.1 through forward on an H200, and the 0.5B at 75.8/67.2 against
+      // 80.9/77.1 (models/reports/GPU-7B.md). onnxruntime-node cannot keep CUDA outputs on the device, so binding host
+      // buffers only adds work there.
       const type = prev?.type;
-      if (!prev || (type !== 'float32' && type !== 'float16') || prev.dims.length !== 4) {
+      if (!prev || type !== 'float32' || prev.dims.length !== 4) {
         this.kvReuse = 'off';
         return null;
       }
