@@ -17,6 +17,7 @@
 # --sm LIST (e.g. 90, or 80,90): keep only the machine code for those GPU architectures in the provider's fat binary and
 # zero the rest (same file layout; the archive shrinks from ~169 MiB to ~48 MiB: two parts instead of four). The H100
 # and H200 are sm_90. The provider ships no PTX, so a GPU outside LIST cannot run it at all. See models/reports/CUDA-EP.md.
+# XZ_LEVEL=-1: compress fast (a busy machine takes minutes instead of half an hour; the archive grows by ~3 MiB).
 set -euo pipefail
 usage='usage: [CUDA_EP_CACHE=DIR] pack-cuda-ep.sh OUTDIR [--sm 90[,..]]'
 out=""; sm=""

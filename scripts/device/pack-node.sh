@@ -6,6 +6,7 @@
 #   bash scripts/device/pack-node.sh OUT.tar.xz [--no-ort]
 # --no-ort leaves onnxruntime-node's native libraries out (about a quarter of the pack): for runs that put
 # onnxruntime-node 1.29 with its CUDA provider in place anyway (scripts/device/cuda-ep-assemble.sh).
+# XZ_LEVEL=-1: compress fast (default -9).
 set -euo pipefail
 usage='usage: pack-node.sh OUT.tar.xz [--no-ort]'
 out=""; with_ort=1
