@@ -5,7 +5,7 @@ A device call sends the repository's working tree (tracked files and untracked f
 paths named in `carry`, 64 MiB in all; a path carried in one call is gone from the device's tree at the next call
 unless carried again, while /tmp there lasts as long as the machine stays warm. So:
 
-  here:   python3 scripts/device/carry.py plan OUTDIR FILE... [--assume-moved PATH]... [--reserve-mib 1]
+  here:   python3 scripts/device/carry.py plan OUTDIR FILE... [--assume-moved PATH]... [--reserve-mib 3]
   device: python3 OUTDIR/call-N/carry.py in /tmp/loupe-carry        (first thing in call N, which carries OUTDIR/call-N)
 
 `plan` (before any device time is spent)
@@ -215,7 +215,7 @@ def main():
     p.add_argument("files", nargs="+")
     p.add_argument("--repo", help="the checkout whose tree travels (default: the one around the current folder)")
     p.add_argument("--assume-moved", action="append", default=[], metavar="PATH")
-    p.add_argument("--reserve-mib", type=float, default=1.0)
+    p.add_argument("--reserve-mib", type=float, default=3.0)
     p.add_argument("--max-call-mib", type=float, help="carry at most this much per call (below what the tree leaves)")
     p.set_defaults(fn=plan)
     q = sub.add_parser("in")

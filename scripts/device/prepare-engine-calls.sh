@@ -9,7 +9,7 @@
 # then measures the tree that travels and splits all of it into call folders that fit (carry.py plan), printing each
 # call's `carry` path and first command.
 #
-#   bash scripts/device/prepare-engine-calls.sh [--repo CHECKOUT] [--name NAME] [--assume-moved PATH]... [--max-call-mib N]
+#   bash scripts/device/prepare-engine-calls.sh [--repo CHECKOUT] [--name NAME] [--assume-moved PATH]... [--max-call-mib N] [--reserve-mib N]
 #
 # --repo: the checkout whose tree the device tool sends (default: this one); the packs go to its .device-carry/NAME/
 # (NAME: engine unless --name says otherwise).
@@ -24,8 +24,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --name) name=${2:?--name needs a folder name}; shift 2 ;;
     --repo) repo=$(cd "${2:?--repo needs a folder}" && pwd); shift 2 ;;
-    --assume-moved|--max-call-mib) plan_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
-    *) echo "usage: prepare-engine-calls.sh [--repo CHECKOUT] [--name NAME] [--assume-moved PATH]... [--max-call-mib N]" >&2; exit 2 ;;
+    --assume-moved|--max-call-mib|--reserve-mib) plan_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+    *) echo "usage: prepare-engine-calls.sh [--repo CHECKOUT] [--name NAME] [--assume-moved PATH]... [--max-call-mib N] [--reserve-mib N]" >&2; exit 2 ;;
   esac
 done
 D=$repo/.device-carry/$name
