@@ -49,9 +49,11 @@ served)
   models="$WT/models/tiny-random-qwen25vl:fp32"
   [ -f "$R/05b.rc" ] && models="$models /tmp/random-0.5b:fp16"
   for m in $models; do
-    dir=${m%:*} dt=${m#*:}
+    dir=${m%:*} dt=${m#*:} work=/tmp/served-$(basename "${m%:*}")-${m#*:}
+    # a fresh workspace each time: a second run into the same one is refused (its runs exist with another server URL)
+    rm -rf "$work"
     (cd "$WT" && "$NP/node" "$NP/served-engine.mjs" --model "$dir" --device cuda --dtype "$dt" --samples 20 \
-      --loupe "$NP/node $NP/loupe.mjs" --out /tmp/served-$dt) | tee "$OUT/served-engine-cuda-$(basename "$dir")-$dt.jsonl"
+      --loupe "$NP/node $NP/loupe.mjs" --out "$work") | tee "$OUT/served-engine-cuda-$(basename "$dir")-$dt.jsonl"
   done
   ;;
 bench05)
