@@ -5,8 +5,8 @@
  * trajectories find each other again (Compare, the pair export) after a restart.
  *
  * Two sides on the same local model share one engine process: the engine manager queues their turns in arrival
- * order (one generate at a time per loaded model), so the columns take turns, turn by turn, rather than one waiting
- * for the other to finish.
+ * order (one generate at a time per loaded model), and B starts once A's first turn is queued, so the columns take
+ * turns, A's turn then B's, rather than one waiting for the other's whole episode.
  */
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -88,10 +88,16 @@ export function createDemoPairs(d: DemoPairDeps) {
       const pairId = `pair-${new Date().toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)}-${randomUUID().slice(0, 8)}`;
       const labels: [string, string] = [sideLabel(req.a), sideLabel(req.b)];
       const shared = { media: req.media, isVideo: req.isVideo, question: req.question, settings: req.settings, stepMode: req.stepMode };
-      const start = (side: Side, name: 'A' | 'B', label: string, refusal?: string) =>
-        d.run({ ...shared, engine: side.engine, dialect: side.dialect, prompt: side.prompt }, { extra: { pair: { id: pairId, side: name, label } }, ...(refusal !== undefined ? { refusal } : {}) });
-      const a = await start(req.a, 'A', labels[0]);
-      const b = await start(req.b, 'B', labels[1], sameConfig(req.a, req.b) ? `B repeats A (${labels[0]}): change B's model, prompt, dialect or checkpoint to compare two configurations` : undefined);
+      const start = (side: Side, name: 'A' | 'B', label: string, more: Omit<DemoRunOptions, 'extra'> = {}) =>
+        d.run({ ...shared, engine: side.engine, dialect: side.dialect, prompt: side.prompt }, { extra: { pair: { id: pairId, side: name, label } }, ...more });
+      // Two local sides may share one engine process, whose turns are queued in arrival order. B starts once A's first
+      // turn is queued (or A ended), so the order is fixed: A's turn, B's turn, A's next… Without it B's set-up could
+      // win the race and a one-turn side (notool) would answer before the other side showed anything.
+      let aQueued: () => void = () => undefined;
+      const aFirstTurn = new Promise<void>((resolve) => (aQueued = resolve));
+      const a = await start(req.a, 'A', labels[0], { onTurnStart: () => aQueued() });
+      if (req.a.engine.kind === 'local' && req.b.engine.kind === 'local') await aFirstTurn;
+      const b = await start(req.b, 'B', labels[1], sameConfig(req.a, req.b) ? { refusal: `B repeats A (${labels[0]}): change B's model, prompt, dialect or checkpoint to compare two configurations` } : {});
       return { pairId, a: a.runId, b: b.runId, saved: false, labels };
     },
 

@@ -44,6 +44,8 @@ interface LiveRun {
   pause: Pause | null;
   branches: Array<DemoBranch & { trajectory?: Trajectory }>;
   done: Promise<void>;
+  /** Called when a turn starts (its generate has just been asked for) and when the run ends; see DemoRunOptions. */
+  onTurnStart?: () => void;
 }
 
 /** Natural order for frame files: frame2 before frame10. */
@@ -110,6 +112,11 @@ export interface DemoRunOptions {
   extra?: Record<string, unknown>;
   /** Do not run: the run ends at once with this error (kept, so its column and the saved pair show why). */
   refusal?: string;
+  /**
+   * Called as each turn starts, in the same tick as that turn's `generate` call (so a local engine's queue already
+   * holds it), and once more when the run ends.
+   */
+  onTurnStart?: () => void;
 }
 
 export function createDemoService(d: DemoServiceDeps) {
@@ -254,6 +261,7 @@ export function createDemoService(d: DemoServiceDeps) {
               break;
             case 'turn-start':
               emit({ runId: run.id, branch: branch.id, type: 'turn-start', turnIndex: ev.turnIndex, at: Date.now() });
+              run.onTurnStart?.();
               break;
             case 'token':
               if (ev.turnIndex !== tokenTurn) flush();
@@ -366,7 +374,10 @@ export function createDemoService(d: DemoServiceDeps) {
         ...(req.settings.maxCalls ? { maxTurns: req.settings.maxCalls + 1 } : {}),
         onStep: (ev) => {
           if (ev.type === 'episode-start') send({ runId: run.id, branch: branch.id, type: 'start', media: ev.media, originals: ev.media, isVideo: false, system: '', userText: ev.userText, engineLabel: made.label, replay: made.replay });
-          else if (ev.type === 'turn-start') send({ runId: run.id, branch: branch.id, type: 'turn-start', turnIndex: ev.turnIndex, at: Date.now() });
+          else if (ev.type === 'turn-start') {
+            send({ runId: run.id, branch: branch.id, type: 'turn-start', turnIndex: ev.turnIndex, at: Date.now() });
+            run.onTurnStart?.();
+          }
           else if (ev.type === 'token') send({ runId: run.id, branch: branch.id, type: 'tokens', turnIndex: ev.turnIndex, delta: ev.delta });
           else if (ev.type === 'code-executed') send({ runId: run.id, branch: branch.id, type: 'call', turnIndex: ev.turnIndex, call: ev.call, observation: ev.observation });
           else if (ev.type === 'turn-end') send({ runId: run.id, branch: branch.id, type: 'turn', turn: ev.turn });
@@ -599,7 +610,7 @@ export function createDemoService(d: DemoServiceDeps) {
         limits: { ...(req.settings.maxCalls ? { maxCalls: req.settings.maxCalls } : {}), ...(req.settings.maxImages ? { maxImages: req.settings.maxImages } : {}), ...(req.settings.tokenBudget ? { tokenBudget: req.settings.tokenBudget } : {}) },
         extra: { stepMode: req.stepMode, appVersion: APP_VERSION, question: req.question, ...opts.extra },
       });
-      const run: LiveRun = { id: handle.id, controller: new AbortController(), stepping: req.stepMode, pause: null, branches: [], done: Promise.resolve() };
+      const run: LiveRun = { id: handle.id, controller: new AbortController(), stepping: req.stepMode, pause: null, branches: [], done: Promise.resolve(), ...(opts.onTurnStart ? { onTurnStart: opts.onTurnStart } : {}) };
       live.set(run.id, run);
       run.done = (opts.refusal !== undefined ? refuse(run, req, handle, opts.refusal) : execute(run, req, handle))
         .catch((err: unknown) => {
@@ -608,6 +619,7 @@ export function createDemoService(d: DemoServiceDeps) {
         .finally(async () => {
           await handle.close().catch(() => undefined);
           live.delete(run.id);
+          run.onTurnStart?.();
         });
       return { runId: run.id };
     },

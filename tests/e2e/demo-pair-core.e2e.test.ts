@@ -77,6 +77,9 @@ describe('demo pairs in the core', () => {
       expect(ev.slice(0, firstDone).some((e) => e.runId === id && e.type === 'turn-start')).toBe(true);
       expect(ev.slice(0, firstDone).some((e) => e.runId === id && e.type === 'tokens')).toBe(true);
     }
+    // One engine process, turns queued fairly: A's turn, then B's, then A's next (not B's whole episode first).
+    const turnOrder = ev.filter((e) => e.type === 'turn' && (e.runId === vcotPair.a || e.runId === vcotPair.b)).map((e) => (e.runId === vcotPair.a ? 'A' : 'B'));
+    expect(turnOrder.slice(0, 3)).toEqual(['A', 'B', 'A']);
     const a = doneOf(ev, vcotPair.a).trajectory;
     const b = doneOf(ev, vcotPair.b).trajectory;
     expect(a.prompt).toBe('vcot');
