@@ -160,4 +160,17 @@ describe('Demo side by side in browser mode (loupe-tiny on the CPU)', () => {
     longTasks['step-mode'] = (await page.evaluate('window.__longTasks.splice(0)')) as number[];
     expect(errors).toEqual([]);
   });
+
+  it('B repeating A: B\'s column says why, A runs to its answer', async () => {
+    const { page, errors } = await newPage(browser, { width: 1440, height: 900 });
+    await openExample(page, app);
+    await page.getByTestId('pair-b-prompt').selectOption('vcot');
+    await page.getByTestId('pair-run').click();
+    await page.getByTestId('pair-col-error-B').filter({ hasText: 'B repeats A (loupe-tiny · vcot)' }).waitFor({ timeout: 60_000 });
+    await page.getByTestId('pair-status-A').filter({ hasText: 'done' }).waitFor({ timeout: 120_000 });
+    await expect(page.getByTestId('pair-status-B').textContent()).resolves.toBe('error');
+    await expect(page.getByTestId('pair-answer-A').textContent()).resolves.toContain('659');
+    await screenshot(page, 'demo-pair-b-refused');
+    expect(errors).toEqual([]);
+  });
 });

@@ -1,3 +1,4 @@
+import { memo } from 'react';
 import type { Box, MediaRef } from '../../../../app/contract';
 import type { PairSide } from '../../stores/useDemoPairStore';
 
@@ -14,8 +15,8 @@ export interface PairBox {
 
 const pct = (v: number) => `${(Math.max(0, Math.min(1, v)) * 100).toFixed(3)}%`;
 
-/** The question image both sides saw, with both sides' boxes: A amber, B violet, each numbered by its step. */
-export function PairImageViewer({ media, url, boxes, activeRow }: { media: MediaRef | undefined; url(id: string): string; boxes: PairBox[]; activeRow: number }) {
+/** The question image both sides saw, with both sides' boxes: A amber, B violet, each numbered by its step. Memoized: streamed text does not redraw it. */
+export const PairImageViewer = memo(function PairImageViewer({ media, url, boxes, activeRow }: { media: MediaRef | undefined; url(id: string): string; boxes: PairBox[]; activeRow: number }) {
   if (!media) return <div className="pair-viewer muted">No image yet.</div>;
   return (
     <div className="pair-viewer" data-testid="pair-viewer">
@@ -39,4 +40,4 @@ export function PairImageViewer({ media, url, boxes, activeRow }: { media: Media
       </div>
     </div>
   );
-}
+});

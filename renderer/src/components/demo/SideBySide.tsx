@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
+import type { DemoProposal, Trajectory } from '../../../../app/contract';
 import { getClient } from '../../client';
 import { pairRows, useDemoPairStore, type PairColumn, type PairSide } from '../../stores/useDemoPairStore';
 import { useAppStore } from '../../stores/useAppStore';
@@ -19,26 +20,38 @@ function seconds(c: PairColumn, now: number): string {
 }
 
 /** The boxes of one side on the shared (first question) image, the paused proposal dashed. */
-function boxesOf(side: PairSide, c: PairColumn): PairBox[] {
-  const steps = stepNumbers(c.trajectory);
+function boxesOf(side: PairSide, trajectory: Trajectory, p: DemoProposal | null): PairBox[] {
+  const steps = stepNumbers(trajectory);
   const out: PairBox[] = [];
-  for (const t of c.trajectory.turns) if (t.call?.bboxNormalized && t.call.targetIndex === 0) out.push({ side, step: steps.get(t.index) ?? 0, row: t.index, box: t.call.bboxNormalized });
-  const p = c.proposal;
+  for (const t of trajectory.turns) if (t.call?.bboxNormalized && t.call.targetIndex === 0) out.push({ side, step: steps.get(t.index) ?? 0, row: t.index, box: t.call.bboxNormalized });
   if (p?.kind === 'crop' && p.targetIndex === 0 && p.bboxNormalized) out.push({ side, step: steps.size + 1, row: p.turnIndex, box: p.bboxNormalized, proposed: true });
   return out;
 }
 
-/** A side's heading: its configuration, state and time, with its own Stop. */
-function ColumnHead({ side, label, now }: { side: PairSide; label: string; now: number }) {
+/** A side's time, ticking on its own while the side runs (so the columns do not re-render every half second). */
+function Elapsed({ side, testId }: { side: PairSide; testId?: string }) {
   const c = useDemoPairStore((s) => s.cols[side]);
-  const stop = useDemoPairStore((s) => s.stop);
   const live = c.status === 'running' || c.status === 'paused' || c.status === 'starting';
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!live) return;
+    const t = setInterval(() => setNow(Date.now()), 500);
+    return () => clearInterval(t);
+  }, [live]);
+  return <span className="muted small" {...(testId ? { 'data-testid': testId } : {})}>{seconds(c, now)}</span>;
+}
+
+/** A side's heading: its configuration, state and time, with its own Stop. */
+function ColumnHead({ side, label }: { side: PairSide; label: string }) {
+  const status = useDemoPairStore((s) => s.cols[side].status);
+  const stop = useDemoPairStore((s) => s.stop);
+  const live = status === 'running' || status === 'paused' || status === 'starting';
   return (
     <div className={`pair-col-head pair-col-head-${side.toLowerCase()}`} data-testid={`pair-head-${side}`}>
       <span className={`pair-tag pair-tag-${side.toLowerCase()}`}>{side}</span>
       <strong className="pair-label">{label}</strong>
-      <span className="muted small" data-testid={`pair-status-${side}`}>{c.status}</span>
-      <span className="muted small" data-testid={`pair-time-${side}`}>{seconds(c, now)}</span>
+      <span className="muted small" data-testid={`pair-status-${side}`}>{status}</span>
+      <Elapsed side={side} testId={`pair-time-${side}`} />
       <span className="grow" />
       <button type="button" className="btn btn-sm" disabled={!live} onClick={() => void stop(side)} data-testid={`pair-stop-${side}`}>Stop {side}</button>
     </div>
@@ -67,20 +80,12 @@ export function SideBySide() {
   const cols = { A: a, B: b };
   const ended = (c: PairColumn) => c.status === 'done' || c.status === 'error';
   const bothEnded = !!pair && ended(a) && ended(b);
-  const anyLive = !bothEnded && (starting || !!pair);
-
-  // The time ticks while a side runs (a header re-renders; the rows do not).
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    if (!anyLive) return;
-    const t = setInterval(() => setNow(Date.now()), 500);
-    return () => clearInterval(t);
-  }, [anyLive]);
 
   const rows = pairRows(a, b);
   const stepsA = useMemo(() => stepNumbers(a.trajectory), [a.trajectory]);
   const stepsB = useMemo(() => stepNumbers(b.trajectory), [b.trajectory]);
-  const boxes = useMemo(() => [...boxesOf('A', a), ...boxesOf('B', b)], [a, b]);
+  // Only a new turn or proposal moves a box; streamed text does not.
+  const boxes = useMemo(() => [...boxesOf('A', a.trajectory, a.proposal), ...boxesOf('B', b.trajectory, b.proposal)], [a.trajectory, a.proposal, b.trajectory, b.proposal]);
   const onSelect = useCallback((row: number) => setActiveRow(row), [setActiveRow]);
   const labels = pair?.labels ?? ['A', 'B'];
 
@@ -99,7 +104,7 @@ export function SideBySide() {
       <div className="pair-grid" data-testid="pair-grid">
         {SIDES.map((side, i) => (
           <div key={side} className="pair-grid-head">
-            <ColumnHead side={side} label={labels[i]!} now={now} />
+            <ColumnHead side={side} label={labels[i]!} />
             {cols[side].errors.map((e, j) => (
               <div key={j} className="banner banner-error demo-banner" role="alert" data-testid={`pair-col-error-${side}`}>{e}</div>
             ))}
@@ -121,7 +126,7 @@ export function SideBySide() {
             <div key={`answer-${side}`} className={`pair-answer pair-answer-${side.toLowerCase()}`} data-testid={`pair-answer-${side}`}>
               <span className="demo-answer-label">Answer {side}</span>{' '}
               {c.trajectory.finalText !== undefined && ended(c) ? <AnswerText text={c.trajectory.finalText} /> : <span className="muted">{ended(c) ? (c.trajectory.error ?? 'no answer') : '…'}</span>}
-              <span className="muted small"> · {seconds(c, now)}</span>
+              <span className="muted small"> · </span><Elapsed side={side} />
             </div>
           );
         })}
@@ -132,9 +137,14 @@ export function SideBySide() {
           <button type="button" className="btn" onClick={() => void exportHtml()} data-testid="pair-export-html">Export HTML (two columns)</button>
           <button type="button" className="btn" onClick={() => setPresenting(true)} data-testid="pair-present">Present (lockstep)</button>
           {pair?.saved ? <span className="muted small" data-testid="pair-saved">saved as a pair</span> : null}
-          {exports.map((e) => (
-            <a key={e.name} className="btn btn-sm" href={getClient().exportUrl(e.name) ?? undefined} download={e.name} data-testid="pair-export-link" title={e.path}>{e.name} ({Math.round(e.bytes / 1024)} KB)</a>
-          ))}
+          {exports.map((e) =>
+            // Browser mode downloads from /exports/; Electron saves through the system dialog (as ExportBar does).
+            getClient().exportUrl(e.name) ? (
+              <a key={e.name} className="btn btn-sm" href={getClient().exportUrl(e.name) ?? undefined} download={e.name} data-testid="pair-export-link" title={e.path}>{e.name} ({Math.round(e.bytes / 1024)} KB)</a>
+            ) : (
+              <button key={e.name} type="button" className="btn btn-sm" onClick={() => void getClient().saveExport?.(e.name)} data-testid="pair-export-link" title={e.path}>{e.name} ({Math.round(e.bytes / 1024)} KB) Save…</button>
+            ),
+          )}
         </div>
       ) : null}
       {presenting ? <PairPresentation onClose={() => setPresenting(false)} /> : null}
