@@ -46,7 +46,27 @@ async function openExample(page: Page, app: AppProcess): Promise<void> {
   await page.getByTestId('pair-setup').waitFor();
 }
 
-const longTasks: Record<string, number[]> = {};
+const longTasks: Record<string, unknown> = {};
+
+/**
+ * The renderer main thread's tasks in a Chromium trace: the longest by wall time and by the thread's own CPU time.
+ * On a loaded machine a long task (wall) can be the thread waiting for a core; its CPU time says what the page did.
+ */
+function mainThreadTasks(traceFile: string): { tasks: number; maxWallMs: number; maxCpuMs: number; totalCpuMs: number; longByWall: Array<[number, number]> } {
+  type Ev = { ph?: string; name?: string; pid: number; tid: number; dur?: number; tdur?: number; args?: { name?: string } };
+  const raw = JSON.parse(fs.readFileSync(traceFile, 'utf8')) as { traceEvents: Ev[] } | Ev[];
+  const ev = Array.isArray(raw) ? raw : raw.traceEvents;
+  const main = new Set(ev.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain').map((e) => `${e.pid}:${e.tid}`));
+  const tasks = ev.filter((e) => e.ph === 'X' && (e.name === 'ThreadControllerImpl::RunTask' || e.name === 'RunTask') && main.has(`${e.pid}:${e.tid}`));
+  const ms = (us: number | undefined) => Math.round((us ?? 0) / 100) / 10;
+  return {
+    tasks: tasks.length,
+    maxWallMs: Math.max(0, ...tasks.map((t) => ms(t.dur))),
+    maxCpuMs: Math.max(0, ...tasks.map((t) => ms(t.tdur))),
+    totalCpuMs: ms(tasks.reduce((a, t) => a + (t.tdur ?? 0), 0)),
+    longByWall: tasks.filter((t) => (t.dur ?? 0) > 50_000).map((t) => [ms(t.dur), ms(t.tdur)]),
+  };
+}
 
 describe('Demo side by side in browser mode (loupe-tiny on the CPU)', () => {
   let app: AppProcess;
@@ -75,6 +95,9 @@ describe('Demo side by side in browser mode (loupe-tiny on the CPU)', () => {
     await expect(page.getByTestId('pair-b-model').inputValue()).resolves.toBe('loupe-tiny');
     await page.evaluate('window.__longTasks.splice(0)');
     await watchBothStreaming(page);
+    const trace = path.join(RESULTS, 'demo-pair-trace.json');
+    fs.mkdirSync(RESULTS, { recursive: true });
+    await browser.startTracing(page, { path: trace, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute', 'blink.user_timing'] });
     await page.getByTestId('pair-run').click();
     let seen: unknown = null;
     let last = '';
@@ -89,6 +112,10 @@ describe('Demo side by side in browser mode (loupe-tiny on the CPU)', () => {
     await screenshot(page, 'demo-pair-midstream');
     for (const side of ['A', 'B']) await page.getByTestId(`pair-status-${side}`).filter({ hasText: /^(done|error)$/ }).waitFor({ timeout: 120_000 });
     longTasks['vcot-vs-notool'] = (await page.evaluate('window.__longTasks.splice(0)')) as number[];
+    await browser.stopTracing();
+    const main = mainThreadTasks(trace);
+    longTasks['vcot-vs-notool main thread (trace)'] = main;
+    expect(main.tasks).toBeGreaterThan(0);
     await page.evaluate('clearInterval(window.__pairTimer)');
     await expect(page.getByTestId('pair-status-A').textContent()).resolves.toBe('done');
     await expect(page.getByTestId('pair-status-B').textContent()).resolves.toBe('done');
