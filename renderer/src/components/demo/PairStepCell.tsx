@@ -13,7 +13,7 @@ export interface PairStepCellProps {
   streamingText: string | null;
   final: boolean;
   active: boolean;
-  /** The first image the column's model saw (a crop shows beside its box's number). */
+  /** The URL of a workspace media id (the step's crops). */
   mediaUrl(id: string): string;
   onSelect(row: number): void;
 }
