@@ -42,7 +42,8 @@ export const PairStepCell = memo(function PairStepCell({ side, row, turn, step, 
         <strong>{heading}</strong>
         {turn?.latencyMs !== undefined ? <span className="muted small">{(turn.latencyMs / 1000).toFixed(1)} s</span> : null}
         {turn?.completionTokens !== undefined ? <span className="muted small">{turn.completionTokens} tok</span> : null}
-        {streamingText !== null ? <span className="pair-live">● streaming</span> : null}
+        {/* No text yet: the turn waits for its prompt to be read, or (one engine shared by both sides) for the other side's turn. */}
+        {streamingText !== null ? <span className="pair-live">{streamingText ? '● streaming' : '● waiting for the engine'}</span> : null}
       </div>
       <pre className="pair-text">{streamingText !== null ? streamingText : prose(turn?.text ?? '')}</pre>
       {c ? (
