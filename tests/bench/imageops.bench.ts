@@ -100,8 +100,8 @@ async function opsPipeline(ops: ImageOps, jpeg: Buffer): Promise<void> {
   const [w, h] = resizeWithPreset([orig.width, orig.height], 'eval_initial');
   const r = await ops.resize(orig, w, h);
   const { cropBox, zoom } = geometry([w, h]);
-  const c = await ops.crop(r, cropBox as [number, number, number, number]);
-  await ops.resize(c, zoom[0], zoom[1]);
+  // As the agent loop does it: crop and zoom in one call (the crop itself is never stored).
+  await ops.crop(r, cropBox as [number, number, number, number], zoom);
 }
 
 /**
