@@ -616,7 +616,11 @@ export function freeNow(buffers: ArrayBuffer[]): void {
     sink = ch.port1;
     sink.unref();
   }
-  sink.postMessage(null, buffers);
+  try {
+    sink.postMessage(null, buffers);
+  } catch {
+    // a buffer that cannot be transferred (an external one, say): left to the GC, as before
+  }
 }
 
 function presentToPast(out: Record<string, AnyTensor>): Record<string, AnyTensor> {
