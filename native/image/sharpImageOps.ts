@@ -84,8 +84,8 @@ const deflate = promisify(zlib.deflate);
 /** Images smaller than this are deflated whole at level 1 (cheap either way). */
 const PNG_SAMPLE_MIN_BYTES = 1 << 20;
 /** Sampled bands of rows, and about how many bytes each. */
-const PNG_SAMPLE_BANDS = 8;
-const PNG_SAMPLE_BAND_BYTES = 48 << 10;
+const PNG_SAMPLE_BANDS = 4;
+const PNG_SAMPLE_BAND_BYTES = 32 << 10;
 /** Deflate must shrink the sample below this fraction for level 1 to be used. */
 const PNG_DEFLATE_PAYS = 0.9;
 
