@@ -81,7 +81,7 @@ export interface SharpImageOpsOptions {
 
 const deflate = promisify(zlib.deflate);
 
-/** Images smaller than this are deflated whole at level 1 (cheap either way). */
+/** Images smaller than this always get level 1 (deflating them costs little either way). */
 const PNG_SAMPLE_MIN_BYTES = 1 << 20;
 /** Sampled bands of rows, and about how many bytes each. */
 const PNG_SAMPLE_BANDS = 4;
@@ -92,7 +92,7 @@ const PNG_DEFLATE_PAYS = 0.9;
 /**
  * The zlib level for a derived PNG: 1 where deflate shrinks a sample of the rows (bands spread over
  * the image, unfiltered as the encoder writes them) below PNG_DEFLATE_PAYS, else 0 (stored).
- * Photos with sensor noise barely compress (a 3332×1876 crop of the bench's 4K JPEG: level 1 gave
+ * Photos with sensor noise barely compress (the 3332×1876 resize of the bench's 4K JPEG: level 1 gave
  * 19.2 MB for 18.8 MB of pixels at ~11× the CPU of level 0), while screenshots, charts and
  * renders shrink 10-50×. The choice depends only on the pixels, so the same pixels always give
  * the same bytes (and media id).
