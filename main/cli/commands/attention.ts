@@ -1,0 +1,127 @@
+/**
+ * `loupe attention --model M --bench loupe-synth --data DIR [--limit 40]` — does the model's attention map point at
+ * the target? Runs each image question through the loop (greedy, eval presets, pixel-reasoner) and measures, on the
+ * first crop turn (or the scene's reference zoom turn when the model made none), the attention mass inside the target
+ * box and the peak hit rate per text layer, against the uniform map (the box's area fraction). See
+ * app/attention/measure.ts. Heavy modules load inside the action.
+ */
+import type { Command } from 'commander';
+import path from 'node:path';
+
+export interface AttentionCliOptions {
+  model: string;
+  bench: string;
+  data: string;
+  limit?: number;
+  completion: string;
+  prompt: string;
+  json?: string;
+  workspace?: string;
+}
+
+export async function runAttentionCommand(o: AttentionCliOptions, io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream } = process): Promise<number> {
+  if (o.bench !== 'loupe-synth') {
+    io.stderr.write(`attention: --bench ${JSON.stringify(o.bench)} is not supported: the measure needs ground-truth target boxes (loupe-synth)\n`);
+    return 2;
+  }
+  if (o.completion !== 'own' && o.completion !== 'reference') {
+    io.stderr.write(`attention: --completion must be own or reference, got ${JSON.stringify(o.completion)}\n`);
+    return 2;
+  }
+  if (o.prompt !== 'vcot' && o.prompt !== 'notool') {
+    io.stderr.write(`attention: --prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}\n`);
+    return 2;
+  }
+  const [{ promises: fsp }, os, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { createEngineManager, imageOpsFor }, { scoreSample, summarizeAttention }, { ModelRegistry }, { resourcesRoot }] =
+    await Promise.all([
+      import('node:fs'),
+      import('node:os'),
+      import('../../../app/agent'),
+      import('../../../app/protocol'),
+      import('../../../app/workspace'),
+      import('../../core/wiring'),
+      import('../../../app/attention/measure'),
+      import('../../../app/engines/modelRegistry'),
+      import('../../../app/paths'),
+    ]);
+  const { resolveModelRef } = await import('../../../app/sweeps/plan');
+  type SynthSample = import('../../../app/synth/generate').SynthSample;
+  const wsDir = o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir();
+  const model = await resolveModelRef(o.model, new ModelRegistry(wsDir, { bundledRoot: resourcesRoot() }));
+  if (model.kind !== 'local') {
+    io.stderr.write(`attention: ${o.model}: unavailable: the server does not expose attention (maps need a local ONNX model with an analysis decoder)\n`);
+    return 2;
+  }
+  const data = path.resolve(o.data);
+  let lines: string[];
+  try {
+    lines = (await fsp.readFile(path.join(data, 'samples.jsonl'), 'utf8')).split('\n').filter(Boolean);
+  } catch (e) {
+    io.stderr.write(`attention: ${data}: cannot read samples.jsonl (${(e as Error).message}); make one with \`loupe synth --seed N --n 40 --out DIR\`\n`);
+    return 2;
+  }
+  const samples = lines
+    .map((l) => JSON.parse(l) as SynthSample)
+    .filter((s) => !s.isVideo && s.needsZoom)
+    .slice(0, o.limit ?? Infinity);
+  const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-attention-'));
+  const ops = await imageOpsFor((await new Workspace(tmp).init()).media, 'inline');
+  const engines = await createEngineManager({ isolation: 'thread' });
+  const dialect = getDialect('pixel-reasoner');
+  const rows = [];
+  try {
+    const { engine } = await engines.acquire({ modelDir: model.path });
+    for (const [i, s] of samples.entries()) {
+      const trajectory = await runEpisode({
+        engine,
+        dialect,
+        media: { images: [path.resolve(data, s.image!)] },
+        question: s.question,
+        imageOps: ops,
+        settings: { prompt: o.prompt as 'vcot', mode: 'eval', decoding: { temperature: 0, topP: 1, topK: -1 }, limits: { maxTokensPerTurn: 160 } },
+      });
+      const row = await scoreSample({ engine, dialect, sample: s, trajectory, source: o.completion as 'own', pathOf: (m) => ops.pathOf(m) });
+      rows.push(row);
+      const mean = row.inBox.at(-1)!;
+      io.stderr.write(`[${i + 1}/${samples.length}] ${s.qid} ${row.source} in-box ${mean.toFixed(3)} (uniform ${row.uniform.toFixed(3)}) peak ${row.peakHit.at(-1) ? 'hit' : 'miss'}\n`);
+    }
+  } finally {
+    await engines.dispose();
+    await ops.close?.();
+    await fsp.rm(tmp, { recursive: true, force: true });
+  }
+  const summary = summarizeAttention(rows);
+  const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+  io.stdout.write(`model ${model.name}  data ${data}  n ${summary.n} (own turns ${summary.own}, reference turns ${summary.reference})\n`);
+  io.stdout.write(`uniform baseline (target area fraction): ${pct(summary.uniform)}\n`);
+  io.stdout.write(`layer   in-box mass   x uniform   peak hit   image mass\n`);
+  for (const l of summary.layers) {
+    io.stdout.write(
+      `${String(l.layer).padEnd(7)} ${pct(l.inBox).padStart(11)}   ${(l.inBox / (summary.uniform || 1)).toFixed(2).padStart(9)}   ${pct(l.peakHit).padStart(8)}   ${l.imageMass !== undefined ? pct(l.imageMass).padStart(10) : ''}\n`,
+    );
+  }
+  io.stdout.write(`best layer (by in-box mass on these samples): ${summary.best.layer}: ${pct(summary.best.inBox)} in box, peak hit ${pct(summary.best.peakHit)}\n`);
+  if (o.json) await fsp.writeFile(o.json, JSON.stringify({ model: model.name, data, completion: o.completion, summary, rows }, null, 1));
+  return 0;
+}
+
+export function register(program: Command): void {
+  program
+    .command('attention')
+    .description('measure where a local model looks when it writes a crop box: attention mass inside the target box and peak hit rate per layer (loupe-synth)')
+    .requiredOption('--model <model>', 'a local model folder or a registered model id (needs an analysis decoder: loupe convert --attention)')
+    .requiredOption('--data <dir>', 'a loupe-synth folder (loupe synth --seed N --out DIR)')
+    .option('--bench <id>', 'benchmark (only loupe-synth has target boxes)', 'loupe-synth')
+    .option('--limit <n>', 'image questions that need a zoom, at most', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1) throw new Error(`--limit must be a positive integer, got ${JSON.stringify(v)}`);
+      return n;
+    })
+    .option('--completion <which>', 'own: the model’s first crop turn, else the scene’s reference turn; reference: always the reference turn', 'own')
+    .option('--prompt <id>', 'vcot or notool', 'vcot')
+    .option('--json <file>', 'write the per-sample rows and the summary as JSON')
+    .option('--workspace <dir>', 'workspace (for registered model ids)')
+    .action(async (o: AttentionCliOptions) => {
+      process.exitCode = await runAttentionCommand(o);
+    });
+}
