@@ -94,13 +94,14 @@ export async function runAttentionCommand(o: AttentionCliOptions, io: { stdout: 
   const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
   io.stdout.write(`model ${model.name}  data ${data}  n ${summary.n} (own turns ${summary.own}, reference turns ${summary.reference})\n`);
   io.stdout.write(`uniform baseline (target area fraction): ${pct(summary.uniform)}\n`);
-  io.stdout.write(`layer   in-box mass   x uniform   peak hit   image mass\n`);
+  io.stdout.write(`layer   in-box mass   x uniform   peak hit   image mass   (layers 1-based, as the app shows them)\n`);
+  const name = (l: number | 'mean') => (l === 'mean' ? 'mean' : String(l + 1));
   for (const l of summary.layers) {
     io.stdout.write(
-      `${String(l.layer).padEnd(7)} ${pct(l.inBox).padStart(11)}   ${(l.inBox / (summary.uniform || 1)).toFixed(2).padStart(9)}   ${pct(l.peakHit).padStart(8)}   ${l.imageMass !== undefined ? pct(l.imageMass).padStart(10) : ''}\n`,
+      `${name(l.layer).padEnd(7)} ${pct(l.inBox).padStart(11)}   ${(l.inBox / (summary.uniform || 1)).toFixed(2).padStart(9)}   ${pct(l.peakHit).padStart(8)}   ${l.imageMass !== undefined ? pct(l.imageMass).padStart(10) : ''}\n`,
     );
   }
-  io.stdout.write(`best layer (by in-box mass on these samples): ${summary.best.layer}: ${pct(summary.best.inBox)} in box, peak hit ${pct(summary.best.peakHit)}\n`);
+  io.stdout.write(`best layer (by in-box mass on these samples): ${name(summary.best.layer)}: ${pct(summary.best.inBox)} in box, peak hit ${pct(summary.best.peakHit)}\n`);
   if (o.json) await fsp.writeFile(o.json, JSON.stringify({ model: model.name, data, completion: o.completion, summary, rows }, null, 1));
   return 0;
 }
