@@ -9,7 +9,7 @@
  * the tool (a random one) is still measured on the same tokens.
  */
 import type { Box, Trajectory } from '../contract/trajectory';
-import { cellNorm, massInBox, peakInBox, uniformMass } from '../contract/attention';
+import { cellNorm, massInBox, peakChance, peakInBox, uniformMass } from '../contract/attention';
 import type { Engine } from '../engines/types';
 import type { Dialect } from '../protocol/types';
 import type { SynthSample } from '../synth/generate';
@@ -26,6 +26,8 @@ export interface AttentionSampleScore {
   source: CompletionSource;
   /** The target box's share of the image (the uniform map's in-box mass). */
   uniform: number;
+  /** The share of cells that touch the target (a peak at a random cell hits this often). */
+  peakChance: number;
   /** Per layer, then the mean map last. */
   inBox: number[];
   peakHit: boolean[];
@@ -39,6 +41,8 @@ export interface AttentionSummary {
   own: number;
   reference: number;
   uniform: number;
+  /** Mean chance of a peak hit for a peak on a random cell. */
+  peakChance: number;
   layers: Array<{ layer: number | 'mean'; inBox: number; peakHit: number; imageMass?: number }>;
   best: { layer: number | 'mean'; inBox: number; peakHit: number };
 }
@@ -61,14 +65,14 @@ export function firstCropTurn(t: Trajectory): number | null {
 }
 
 /** Scores one sample's maps (already computed over image 1) against its normalized target box. */
-export function scoreMaps(layers: number[][], grid: { h: number; w: number }, target: Box): { inBox: number[]; peakHit: boolean[] } {
+export function scoreMaps(layers: number[][], grid: { h: number; w: number }, target: Box): { inBox: number[]; peakHit: boolean[]; peakChance: number } {
   const cells: Box[] = [];
   for (let r = 0; r < grid.h; r++) for (let c = 0; c < grid.w; c++) cells.push(cellNorm(grid, r, c));
   const n = layers[0]?.length ?? 0;
   const mean = new Array<number>(n).fill(0);
   for (const l of layers) for (let i = 0; i < n; i++) mean[i]! += l[i]! / layers.length;
   const all = [...layers, mean];
-  return { inBox: all.map((m) => massInBox(m, cells, target)), peakHit: all.map((m) => peakInBox(m, cells, target)) };
+  return { inBox: all.map((m) => massInBox(m, cells, target)), peakHit: all.map((m) => peakInBox(m, cells, target)), peakChance: peakChance(cells, target) };
 }
 
 export async function scoreSample(o: {
@@ -94,8 +98,8 @@ export async function scoreSample(o: {
   }
   const res = await engine.attention(attentionRequestFor(t, turn, o.dialect, o.pathOf));
   const target = s.target.norm as Box;
-  const { inBox, peakHit } = scoreMaps(res.layers, res.grid, target);
-  return { qid: s.qid, category: s.category, source, uniform: uniformMass(target), inBox, peakHit, imageMass: res.imageMass, grid: [res.grid.h, res.grid.w] };
+  const { inBox, peakHit, peakChance: chance } = scoreMaps(res.layers, res.grid, target);
+  return { qid: s.qid, category: s.category, source, uniform: uniformMass(target), peakChance: chance, inBox, peakHit, imageMass: res.imageMass, grid: [res.grid.h, res.grid.w] };
 }
 
 export function summarizeAttention(rows: AttentionSampleScore[]): AttentionSummary {
@@ -114,6 +118,7 @@ export function summarizeAttention(rows: AttentionSampleScore[]): AttentionSumma
     own: rows.filter((r) => r.source === 'own').length,
     reference: rows.filter((r) => r.source === 'reference').length,
     uniform: avg((r) => r.uniform),
+    peakChance: avg((r) => r.peakChance),
     layers,
     best: { layer: best.layer, inBox: best.inBox, peakHit: best.peakHit },
   };

@@ -123,13 +123,18 @@ export function peakIndex(values: readonly number[]): number {
   return best;
 }
 
-/** Whether the peak cell's centre lies inside `box`. */
+/**
+ * Whether the peak cell touches `box` (overlaps it with some area): the pointing game at the map's own resolution.
+ * A loupe-synth target is often smaller than one 28-px cell, so "the peak cell's centre inside the box" could not hit.
+ */
 export function peakInBox(values: readonly number[], cells: readonly Box[], box: Box): boolean {
   const c = cells[peakIndex(values)];
-  if (!c) return false;
-  const x = (c[0] + c[2]) / 2;
-  const y = (c[1] + c[3]) / 2;
-  return x >= box[0] && x < box[2] && y >= box[1] && y < box[3];
+  return !!c && overlap(c, box) > 0;
+}
+
+/** The chance a peak hits `box` when it falls on a cell at random: the share of cells that touch the box. */
+export function peakChance(cells: readonly Box[], box: Box): number {
+  return cells.length ? cells.filter((c) => overlap(c, box) > 0).length / cells.length : 0;
 }
 
 /** The uniform map's in-box mass: the box's share of the image area (normalized box, clamped to the image). */
@@ -167,3 +172,24 @@ export function boxSpan(turnText: string, raw: string | undefined): [number, num
   }
   return at >= 0 ? [at, at + raw!.length] : null;
 }
+
+/**
+ * A model's attention measure as its card shows it (`attention.json` in the model folder, written by
+ * `loupe attention --card`): where its map points when it writes a crop box, against the uniform map and a baseline model.
+ */
+export const AttentionCardSchema = z.object({
+  bench: z.string(),
+  /** Which scenes, e.g. "loupe-synth seed 81001, 40 held-out image scenes". */
+  data: z.string(),
+  n: z.number().int().nonnegative(),
+  completion: z.string(),
+  /** The uniform map's in-box mass (the target boxes' mean area fraction). */
+  uniform: z.number(),
+  /** How often a peak on a random cell touches the target (the peak hit's chance level). */
+  peakChance: z.number(),
+  /** The best layer (0-based; 'mean' = mean map) by in-box mass, and the mean map. */
+  best: z.object({ layer: z.union([z.number().int().nonnegative(), z.literal('mean')]), inBox: z.number(), peakHit: z.number() }),
+  mean: z.object({ inBox: z.number(), peakHit: z.number() }),
+  baseline: z.object({ model: z.string(), completion: z.string(), best: z.object({ inBox: z.number(), peakHit: z.number() }), mean: z.object({ inBox: z.number(), peakHit: z.number() }) }).optional(),
+});
+export type AttentionCard = z.infer<typeof AttentionCardSchema>;

@@ -16,6 +16,10 @@ export interface AttentionCliOptions {
   completion: string;
   prompt: string;
   json?: string;
+  /** Write the model card's summary (attention.json, AttentionCardSchema) here. */
+  card?: string;
+  /** A previous run's --json (e.g. the random model's) to put on the card as the baseline. */
+  baseline?: string;
   workspace?: string;
 }
 
@@ -32,7 +36,7 @@ export async function runAttentionCommand(o: AttentionCliOptions, io: { stdout: 
     io.stderr.write(`attention: --prompt must be vcot or notool, got ${JSON.stringify(o.prompt)}\n`);
     return 2;
   }
-  const [{ promises: fsp }, os, { runEpisode }, { getDialect }, { Workspace, defaultWorkspaceDir }, { createEngineManager, imageOpsFor }, { scoreSample, summarizeAttention }, { ModelRegistry }, { resourcesRoot }] =
+  const [{ promises: fsp }, os, { runEpisode, ScriptedEngine }, { getDialect }, { Workspace, defaultWorkspaceDir }, { createEngineManager, imageOpsFor }, { scoreSample, summarizeAttention }, { ModelRegistry }, { resourcesRoot }] =
     await Promise.all([
       import('node:fs'),
       import('node:os'),
@@ -45,6 +49,9 @@ export async function runAttentionCommand(o: AttentionCliOptions, io: { stdout: 
       import('../../../app/paths'),
     ]);
   const { resolveModelRef } = await import('../../../app/sweeps/plan');
+  const { AttentionCardSchema } = await import('../../../app/contract/attention');
+  type AttentionCard = import('../../../app/contract/attention').AttentionCard;
+  type AttentionSummary = import('../../../app/attention/measure').AttentionSummary;
   type SynthSample = import('../../../app/synth/generate').SynthSample;
   const wsDir = o.workspace ? path.resolve(o.workspace) : defaultWorkspaceDir();
   const model = await resolveModelRef(o.model, new ModelRegistry(wsDir, { bundledRoot: resourcesRoot() }));
@@ -72,8 +79,9 @@ export async function runAttentionCommand(o: AttentionCliOptions, io: { stdout: 
   try {
     const { engine } = await engines.acquire({ modelDir: model.path });
     for (const [i, s] of samples.entries()) {
+      // reference turns need only the episode's prompt and resized image: a scripted answer, no generation
       const trajectory = await runEpisode({
-        engine,
+        engine: o.completion === 'reference' ? new ScriptedEngine(['\\boxed{}']) : engine,
         dialect,
         media: { images: [path.resolve(data, s.image!)] },
         question: s.question,
@@ -93,7 +101,7 @@ export async function runAttentionCommand(o: AttentionCliOptions, io: { stdout: 
   const summary = summarizeAttention(rows);
   const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
   io.stdout.write(`model ${model.name}  data ${data}  n ${summary.n} (own turns ${summary.own}, reference turns ${summary.reference})\n`);
-  io.stdout.write(`uniform baseline (target area fraction): ${pct(summary.uniform)}\n`);
+  io.stdout.write(`uniform baseline (target area fraction): ${pct(summary.uniform)}; a peak on a random cell touches the target ${pct(summary.peakChance)} of the time\n`);
   io.stdout.write(`layer   in-box mass   x uniform   peak hit   image mass   (layers 1-based, as the app shows them)\n`);
   const name = (l: number | 'mean') => (l === 'mean' ? 'mean' : String(l + 1));
   for (const l of summary.layers) {
@@ -103,6 +111,33 @@ export async function runAttentionCommand(o: AttentionCliOptions, io: { stdout: 
   }
   io.stdout.write(`best layer (by in-box mass on these samples): ${name(summary.best.layer)}: ${pct(summary.best.inBox)} in box, peak hit ${pct(summary.best.peakHit)}\n`);
   if (o.json) await fsp.writeFile(o.json, JSON.stringify({ model: model.name, data, completion: o.completion, summary, rows }, null, 1));
+  if (o.card) {
+    const meanRow = summary.layers.find((l) => l.layer === 'mean')!;
+    let baseline: AttentionCard['baseline'];
+    if (o.baseline) {
+      const b = JSON.parse(await fsp.readFile(o.baseline, 'utf8')) as { model: string; completion: string; summary: AttentionSummary };
+      const bm = b.summary.layers.find((l) => l.layer === 'mean')!;
+      baseline = { model: b.model, completion: b.completion, best: { inBox: b.summary.best.inBox, peakHit: b.summary.best.peakHit }, mean: { inBox: bm.inBox, peakHit: bm.peakHit } };
+    }
+    let seed = '';
+    try {
+      seed = ` seed ${(JSON.parse(await fsp.readFile(path.join(data, 'benchmark.json'), 'utf8')) as { seed?: number }).seed}`;
+    } catch {
+      // a folder without benchmark.json: no seed to name
+    }
+    const card: AttentionCard = {
+      bench: o.bench,
+      data: `${o.bench}${seed}, ${summary.n} image scenes that need a zoom`,
+      n: summary.n,
+      completion: o.completion,
+      uniform: summary.uniform,
+      peakChance: summary.peakChance,
+      best: summary.best,
+      mean: { inBox: meanRow.inBox, peakHit: meanRow.peakHit },
+      ...(baseline ? { baseline } : {}),
+    };
+    await fsp.writeFile(o.card, `${JSON.stringify(AttentionCardSchema.parse(card), null, 1)}\n`);
+  }
   return 0;
 }
 
@@ -121,6 +156,8 @@ export function register(program: Command): void {
     .option('--completion <which>', 'own: the model’s first crop turn, else the scene’s reference turn; reference: always the reference turn', 'own')
     .option('--prompt <id>', 'vcot or notool', 'vcot')
     .option('--json <file>', 'write the per-sample rows and the summary as JSON')
+    .option('--card <file>', 'write the model card summary (the model folder’s attention.json: the Models page shows it)')
+    .option('--baseline <file>', 'a previous --json output (e.g. the random model’s) to put on the card as the baseline')
     .option('--workspace <dir>', 'workspace (for registered model ids)')
     .action(async (o: AttentionCliOptions) => {
       process.exitCode = await runAttentionCommand(o);

@@ -12,6 +12,7 @@ import {
   layerMap,
   massInBox,
   peakIndex,
+  peakChance,
   peakInBox,
   placements,
   toBaseNorm,
@@ -60,6 +61,17 @@ describe('attention map geometry', () => {
     const s = scoreMaps([map, offset], grid, target);
     expect(s.inBox).toEqual([1, 0, 0.5]);
     expect(s.peakHit).toEqual([true, false, false]); // the mean map ties (1, 2) and (1, 3): a tie keeps the first cell, (1, 2)
+  });
+
+  it('a peak hits a target smaller than its cell when the cell touches it; the chance is the share of touching cells', () => {
+    const grid = { h: 3, w: 5 };
+    const cells: Box[] = [];
+    for (let r = 0; r < grid.h; r++) for (let c = 0; c < grid.w; c++) cells.push(cellNorm(grid, r, c));
+    const tiny: Box = [0.65, 0.4, 0.7, 0.5]; // inside cell (1, 3), far smaller than it
+    expect(peakInBox(oneHot(grid, 1, 3), cells, tiny)).toBe(true);
+    expect(peakInBox(oneHot(grid, 1, 2), cells, tiny)).toBe(false); // the neighbour only shares an edge with the cell
+    expect(peakChance(cells, tiny)).toBeCloseTo(1 / 15, 12);
+    expect(peakChance(cells, [0.55, 0.3, 0.65, 0.4])).toBeCloseTo(4 / 15, 12); // across a corner: four cells
   });
 
   it('partial overlap counts the cell’s covered fraction; the uniform map scores the box’s area', () => {
