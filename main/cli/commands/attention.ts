@@ -119,11 +119,13 @@ export async function runAttentionCommand(o: AttentionCliOptions, io: { stdout: 
       const bm = b.summary.layers.find((l) => l.layer === 'mean')!;
       baseline = { model: b.model, completion: b.completion, best: { inBox: b.summary.best.inBox, peakHit: b.summary.best.peakHit }, mean: { inBox: bm.inBox, peakHit: bm.peakHit } };
     }
-    let seed = '';
+    // the scenes' seed: benchmark.json's, else the samples' own (a folder of copied sample lines has no benchmark.json)
+    let seed = samples[0] ? ` seed ${samples[0].seed}` : '';
     try {
-      seed = ` seed ${(JSON.parse(await fsp.readFile(path.join(data, 'benchmark.json'), 'utf8')) as { seed?: number }).seed}`;
+      const b = JSON.parse(await fsp.readFile(path.join(data, 'benchmark.json'), 'utf8')) as { seed?: number };
+      if (typeof b.seed === 'number') seed = ` seed ${b.seed}`;
     } catch {
-      // a folder without benchmark.json: no seed to name
+      // no benchmark.json: the samples' seed stands
     }
     const card: AttentionCard = {
       bench: o.bench,

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runAttentionCommand, type AttentionCliOptions } from '../../../main/cli/commands/attention';
 import type { AttentionSummary } from '../../../app/attention/measure';
+import { AttentionCardSchema } from '../../../app/contract/attention';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const DATA = path.join(ROOT, 'models/loupe-tiny/examples');
@@ -34,7 +35,7 @@ describe('loupe attention', () => {
     const r = await run({ model: path.join(ROOT, 'models/loupe-tiny/model'), limit: 1, json });
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/n 1 \(own turns 1, reference turns 0\)/);
-    expect(r.out).toMatch(/^uniform baseline \(target area fraction\): \d+\.\d %$/m);
+    expect(r.out).toMatch(/^uniform baseline \(target area fraction\): \d+\.\d %; a peak on a random cell touches the target \d+\.\d % of the time$/m);
     for (const l of ['1', '2', '3', '4', '5', 'mean']) expect(r.out).toMatch(new RegExp(`^${l}\\s+\\d+\\.\\d %`, 'm'));
     const j = JSON.parse(readFileSync(json, 'utf8')) as { summary: AttentionSummary; rows: Array<{ inBox: number[]; uniform: number }> };
     expect(j.summary.layers).toHaveLength(6);
@@ -42,13 +43,18 @@ describe('loupe attention', () => {
     expect(j.summary.uniform).toBeCloseTo(j.rows[0]!.uniform, 12);
   }, 120_000);
 
-  it('the random model on the reference turns', async () => {
+  it('the random model on the reference turns; its card names the other run as the baseline', async () => {
     const json = path.join(tmp, 'random.json');
-    const r = await run({ model: path.join(ROOT, 'models/tiny-random-qwen25vl'), limit: 2, completion: 'reference', json });
+    const card = path.join(tmp, 'attention.json');
+    const r = await run({ model: path.join(ROOT, 'models/tiny-random-qwen25vl'), limit: 2, completion: 'reference', json, card, baseline: path.join(tmp, 'tiny.json') });
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/n 2 \(own turns 0, reference turns 2\)/);
     const j = JSON.parse(readFileSync(json, 'utf8')) as { summary: AttentionSummary };
     expect(j.summary.layers.map((l) => l.layer)).toEqual([0, 1, 'mean']);
+    const c = AttentionCardSchema.parse(JSON.parse(readFileSync(card, 'utf8')));
+    expect(c).toMatchObject({ bench: 'loupe-synth', n: 2, completion: 'reference', baseline: { model: 'loupe-tiny', completion: 'own' } });
+    expect(c.data).toBe('loupe-synth seed 9, 2 image scenes that need a zoom');
+    expect(c.peakChance).toBeGreaterThan(0);
   }, 120_000);
 
   it('refuses other benchmarks, a folder without samples and unknown choices', async () => {
