@@ -2,7 +2,8 @@
  * "Where it looked" in the Demo, in Chromium against browser mode with the real loupe-tiny (q8, CPU): after a run on a
  * non-square example scene (1304×869), the crop step's card asks for the attention map; the viewer draws it over the
  * whole image, one canvas pixel per merged vision token (the grid the card names), under the model's box; layer and
- * opacity controls change it; the legend shows the colour scale. Screenshots: attention-map-mean, attention-map-layer3.
+ * opacity controls change it; the legend shows the colour scale; the Models page shows loupe-tiny's measure.
+ * Screenshots: attention-map-mean, attention-map-layer3, attention-models-card.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -63,6 +64,12 @@ describe('Demo · attention map of a crop step (loupe-tiny)', () => {
     await expect.poll(() => heat.count()).toBe(0);
     await page.getByTestId('attention-shown').check();
     await heat.waitFor();
+    // the model card on the Models page carries the measure (models/loupe-tiny/model/attention.json)
+    await page.getByTestId('nav-models').click();
+    const line = page.getByTestId('model-attention-loupe-tiny');
+    await line.waitFor();
+    expect(await line.textContent()).toMatch(/^Where it looks \(loupe-synth seed \d+, 40 image scenes that need a zoom\): layer \d puts \d+\.\d % of its image attention inside the target box \(uniform map \d+\.\d %, tiny-random-qwen25vl \d+\.\d %\)/);
+    await screenshot(page, 'attention-models-card');
     expect(errors).toEqual([]);
   }, 300_000);
 });
