@@ -54,7 +54,7 @@ function heatCells(m: AttentionMaps): { svg: string; label: string } {
   });
   const stops = [0, 0.2, 0.4, 0.6, 0.8, 1].map((x) => { const [r, g, b] = heatColor(x); return `rgb(${r},${g},${b}) ${x * 100}%`; }).join(',');
   return {
-    svg: `<g class="heat" opacity="0.6">${cells.join('')}</g>`,
+    svg: `<g class="heat" opacity="0.6" shape-rendering="crispEdges">${cells.join('')}</g>`,
     label: `<div class="lbl attn">attention map (where it looked): mean of ${m.layers.length} layers, from the ${m.queryTokens} tokens <code>${escapeHtml(m.queryText.trim())}</code>, ${m.grid.w}×${m.grid.h} cells of 28 px on ${m.imageSize[0]}×${m.imageSize[1]} · <span class="scale" style="background:linear-gradient(to right,${stops})"></span> 0 – ${(max * 100).toFixed(1)} % per cell</div>`,
   };
 }

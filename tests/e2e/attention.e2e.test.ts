@@ -5,6 +5,8 @@
  * opacity controls change it; the legend shows the colour scale; the Models page shows loupe-tiny's measure.
  * Screenshots: attention-map-mean, attention-map-layer3, attention-models-card.
  */
+import fs from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, newPage, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
@@ -36,7 +38,7 @@ describe('Demo · attention map of a crop step (loupe-tiny)', () => {
     await card.getByTestId('attention-load').click();
     const heat = page.getByTestId('attention-heat');
     await heat.waitFor({ timeout: 120_000 });
-    // the grid: loupe-tiny sees this scene at 392×252 (smart_resize under its max pixels) = 14×9 cells of 28 px
+    // the grid: loupe-tiny sees this scene at 364×252 (smart_resize under its max pixels) = 13×9 cells of 28 px
     const meta = await page.getByTestId('attention-meta').textContent();
     const m = /(\d+)×(\d+) cells of 28 px on (\d+)×(\d+)/.exec(meta ?? '');
     expect(m).not.toBeNull();
@@ -64,6 +66,18 @@ describe('Demo · attention map of a crop step (loupe-tiny)', () => {
     await expect.poll(() => heat.count()).toBe(0);
     await page.getByTestId('attention-shown').check();
     await heat.waitFor();
+    // the HTML export keeps the map looked at: SVG cells under the box, a self-contained page opened from disk
+    await page.getByTestId('export-html').click();
+    const htmlPath = await page.getByTestId('export-result-html').getAttribute('title');
+    expect(fs.existsSync(htmlPath!)).toBe(true);
+    const html = fs.readFileSync(htmlPath!, 'utf8');
+    expect(html).toMatch(new RegExp(`<g class="heat" opacity="0\\.6" shape-rendering="crispEdges">(<rect [^>]+/>){${gw * gh}}</g>`)); // one rect per cell
+    expect(html).not.toMatch(/<script/i);
+    const view = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    await view.goto(pathToFileURL(htmlPath!).href);
+    await view.locator('.attn').first().scrollIntoViewIfNeeded();
+    await screenshot(view, 'attention-export-html');
+    await view.close();
     // the model card on the Models page carries the measure (models/loupe-tiny/model/attention.json)
     await page.getByTestId('nav-models').click();
     const line = page.getByTestId('model-attention-loupe-tiny');
