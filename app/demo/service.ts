@@ -605,6 +605,7 @@ export function createDemoService(d: DemoServiceDeps) {
       if (!turn?.call || turn.call.targetIndex === undefined || turn.call.name === 'python' || turn.call.name === 'select_frames') return { unavailable: `turn ${turnIndex + 1} has no crop box to take attention from` };
       if (manifest.engine === 'openai') return { unavailable: ATTENTION_UNAVAILABLE };
       if (manifest.engine === 'replay') return { unavailable: 'unavailable: a replay re-runs recorded text, with no model to ask' };
+      if (manifest.engine !== 'local') return { unavailable: `unavailable: the run's engine (${manifest.engine}) is not a local ONNX model` };
       if (manifest.dialect === 'pyvision' || manifest.dialect === 'pyvision-rl') return { unavailable: 'unavailable: PyVision turns write code, not a crop box' };
       let request;
       try {
