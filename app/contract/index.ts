@@ -13,6 +13,7 @@ import { trainingCalls, trainingEvents } from './domains/training';
 import { DeviceIdSchema, modelsCalls } from './domains/models';
 
 export * from './trajectory';
+export * from './attention';
 export * from './domains/demo';
 export * from './domains/browse';
 export * from './domains/sweeps';

@@ -16,7 +16,10 @@ import type { CallPlan, Dialect, ParsedCall } from '../protocol/types';
 import { pyJsonDumps } from '../pycompat/json';
 import type { MediaStore, RunStore, RunHandle } from '../workspace';
 import { containedPath, safeFileName } from '../workspace/contain';
-import { OpenAIEngine } from '../engines/openai/openaiEngine';
+import { ATTENTION_UNAVAILABLE, OpenAIEngine } from '../engines/openai/openaiEngine';
+import { AttentionRequestError, attentionRequestFor } from '../agent/attentionRequest';
+import type { AttentionMaps } from '../contract/attention';
+import { EngineError } from '../engines/errors';
 import type { Engine } from '../engines/types';
 import type { ModelService } from '../engines/models';
 import type { ImageOps } from '../tools/imageOps';
@@ -122,6 +125,8 @@ export interface DemoRunOptions {
 export function createDemoService(d: DemoServiceDeps) {
   const { media, runs, scratch, imageOps, animator, models } = d;
   const live = new Map<string, LiveRun>();
+  /** Attention maps computed for a run's branch (`runId/branch` → turn → maps): the HTML export draws the ones looked at. */
+  const attentionSeen = new Map<string, Map<number, AttentionMaps>>();
 
   /** Stop every live run (the core is shutting down). */
   async function dispose(): Promise<void> {
@@ -504,7 +509,7 @@ export function createDemoService(d: DemoServiceDeps) {
   }
 
   /** A trajectory as one self-contained HTML page (every image inlined). */
-  async function trajectoryPage(runId: string, branchLabel: string, t: Trajectory): Promise<string> {
+  async function trajectoryPage(runId: string, branchLabel: string, t: Trajectory, attention?: ReadonlyMap<number, AttentionMaps>): Promise<string> {
     const dataUrls = new Map<string, string>();
     for (const id of trajectoryMediaIds(t)) {
       const bytes = await media.read(id).catch(() => null);
@@ -520,7 +525,7 @@ export function createDemoService(d: DemoServiceDeps) {
       const mime = ext === 'jpg' || ext === 'jpeg' ? 'image/jpeg' : `image/${ext}`;
       dataUrls.set(id, `data:${mime};base64,${bytes.toString('base64')}`);
     }
-    return renderTrajectoryHtml(t, { dataUrls, source: `run ${runId}, branch ${branchLabel}; large images inlined as JPEG q90` });
+    return renderTrajectoryHtml(t, { dataUrls, source: `run ${runId}, branch ${branchLabel}; large images inlined as JPEG q90`, ...(attention ? { attention } : {}) });
   }
 
   async function importPaths(paths: string[]): Promise<{ media: MediaRef[]; isVideo: boolean }> {
@@ -651,6 +656,43 @@ export function createDemoService(d: DemoServiceDeps) {
       return { ok: true };
     },
 
+    attention: async ({ runId, branch, turnIndex }: { runId: string; branch: string; turnIndex: number }): Promise<{ maps?: AttentionMaps; unavailable?: string }> => {
+      const store = await storeOf(runId);
+      const manifest = await store.readManifest(runId);
+      const run = live.get(runId);
+      const t = run?.branches.find((b) => b.id === branch)?.trajectory ?? (await branchesOf(runId)).find((b) => b.id === branch)?.trajectory;
+      if (!t) throw new Error(`run ${runId} has no finished branch "${branch}"`);
+      const turn = t.turns[turnIndex];
+      if (!turn?.call || turn.call.targetIndex === undefined || turn.call.name === 'python' || turn.call.name === 'select_frames') return { unavailable: `turn ${turnIndex + 1} has no crop box to take attention from` };
+      if (manifest.engine === 'openai') return { unavailable: ATTENTION_UNAVAILABLE };
+      if (manifest.engine === 'replay') return { unavailable: 'unavailable: a replay re-runs recorded text, with no model to ask' };
+      if (manifest.engine !== 'local') return { unavailable: `unavailable: the run's engine (${manifest.engine}) is not a local ONNX model` };
+      if (manifest.dialect === 'pyvision' || manifest.dialect === 'pyvision-rl') return { unavailable: 'unavailable: PyVision turns write code, not a crop box' };
+      let request;
+      try {
+        request = attentionRequestFor(t, turnIndex, getDialect(manifest.dialect), (m) => imageOps.pathOf(m), {
+          ...(manifest.minPixels ? { minPixels: manifest.minPixels } : {}),
+          ...(manifest.maxPixels ? { maxPixels: manifest.maxPixels } : {}),
+        });
+      } catch (e) {
+        if (e instanceof AttentionRequestError) return { unavailable: `unavailable: ${e.message}` };
+        throw e;
+      }
+      const { engine } = await models.engineFor(manifest.model.id, 'cpu');
+      if (!engine.attention) return { unavailable: 'unavailable: this engine does not report attention' };
+      try {
+        const r = await engine.attention(request);
+        const maps: AttentionMaps = { turnIndex, imageIndex: request.imageIndex, grid: r.grid, imageSize: r.imageSize, layers: r.layers, imageMass: r.imageMass, queryText: r.queryText, queryTokens: r.queryTokens };
+        const seen = attentionSeen.get(`${runId}/${branch}`) ?? new Map<number, AttentionMaps>();
+        seen.set(turnIndex, maps);
+        attentionSeen.set(`${runId}/${branch}`, seen);
+        return { maps };
+      } catch (e) {
+        if (e instanceof EngineError && e.kind === 'unavailable') return { unavailable: `unavailable: ${e.message}` };
+        throw e;
+      }
+    },
+
     get: async ({ runId }: { runId: string }) => {
       const run = live.get(runId);
       const stored = await branchesOf(runId);
@@ -704,7 +746,8 @@ export function createDemoService(d: DemoServiceDeps) {
       await fsp.mkdir(dir, { recursive: true });
       const file = containedPath(dir, `${safeFileName(`${runId}-${b.id}`)}.${format}`); // a sample id may hold ../
       if (format === 'html') {
-        const html = await trajectoryPage(runId, b.label, t);
+        const seen = attentionSeen.get(`${runId}/${b.id}`);
+        const html = await trajectoryPage(runId, b.label, t, seen);
         await fsp.writeFile(file, html);
         return { format, path: file, name: path.basename(file), bytes: Buffer.byteLength(html) };
       }

@@ -11,7 +11,8 @@ export type EngineErrorKind =
   | 'network' // connection refused/reset, stream dropped
   | 'bad_request' // the request itself is invalid (e.g. image count does not match placeholders)
   | 'cancelled'
-  | 'disposed';
+  | 'disposed'
+  | 'unavailable'; // the engine cannot do this at all (e.g. attention maps from an OpenAI-compatible server)
 
 export class EngineError extends Error {
   readonly kind: EngineErrorKind;

@@ -11,7 +11,7 @@
 import path from 'node:path';
 import { LocalEngine, type LocalEngineOptions } from './local/localEngine';
 import type { EngineTransportFactory } from './local/transport';
-import type { Engine, EngineDevice, EngineDtypeSpec, EngineInfo, GenerateRequest, GenerateResult } from './types';
+import type { AttentionRequest, AttentionResult, Engine, EngineDevice, EngineDtypeSpec, EngineInfo, GenerateRequest, GenerateResult } from './types';
 
 /** What to load: a model folder on a device (dtype and threads when the caller cares). */
 export interface EngineRequest {
@@ -196,6 +196,14 @@ export class EngineManager {
         } finally {
           free();
           if (e.inFlight === 0) this.emit(e, 'ready', engine.info());
+        }
+      },
+      attention: async (req: AttentionRequest): Promise<AttentionResult> => {
+        await slot();
+        try {
+          return await engine.attention(req);
+        } finally {
+          free();
         }
       },
       dispose: async () => undefined,

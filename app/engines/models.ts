@@ -5,7 +5,8 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import type { LoadedModel, ModelEntry, ModelReport } from '../contract';
+import type { AttentionCard, LoadedModel, ModelEntry, ModelReport } from '../contract';
+import { AttentionCardSchema } from '../contract/attention';
 import type { EngineHandle, EngineManager } from './manager';
 import { BUNDLED_MODELS, ModelRegistry, type RegisteredModel } from './modelRegistry';
 import { validateModelFolder, type ModelFolderReport } from './local/modelFolder';
@@ -14,6 +15,16 @@ import type { Engine, EngineDevice, EngineDtype } from './types';
 export const BUNDLED_TEST_MODEL = 'tiny-random-qwen25vl';
 /** Models that ship in the checkout (listed without being added): the registry's list, so names resolve the same in every door. */
 const BUNDLED = BUNDLED_MODELS;
+
+/** A model folder's attention.json (see AttentionCardSchema); absent or unreadable = none (the card just omits it). */
+async function readAttentionCard(dir: string): Promise<AttentionCard | null> {
+  try {
+    const r = AttentionCardSchema.safeParse(JSON.parse(await fsp.readFile(path.join(dir, 'attention.json'), 'utf8')));
+    return r.success ? r.data : null;
+  } catch {
+    return null;
+  }
+}
 
 function toEntry(m: Pick<RegisteredModel, 'id' | 'name' | 'path' | 'modelType' | 'sizeBytes' | 'memoryEstimateBytes'> & { dtypes: string[] }, bundled: boolean): ModelEntry {
   return { id: m.id, name: m.name, path: m.path, bundled, ...(m.modelType ? { modelType: m.modelType } : {}), dtypes: m.dtypes, sizeBytes: m.sizeBytes, ...(m.memoryEstimateBytes !== undefined ? { memoryEstimateBytes: m.memoryEstimateBytes } : {}) };
@@ -84,6 +95,10 @@ export class ModelService {
       if (b && !reg.some((m) => m.path === b.path)) models.push(b);
     }
     for (const m of reg) models.push(toEntry(m, false));
+    for (const m of models) {
+      const card = await readAttentionCard(m.path);
+      if (card) m.attention = card;
+    }
     return { models, loaded: this.loaded?.info ?? null };
   }
 

@@ -69,6 +69,46 @@ export interface Engine {
   info(): EngineInfo;
   generate(req: GenerateRequest): Promise<GenerateResult>;
   dispose(): Promise<void>;
+  /**
+   * Where the model looked while it wrote `completion` after `messages` (teacher-forced): per text layer, the
+   * head-averaged attention from the tokens of `span` onto one image's tokens. Local ONNX engines with an analysis
+   * decoder implement it; others reject with EngineError('unavailable') saying why.
+   */
+  attention?(req: AttentionRequest): Promise<AttentionResult>;
+}
+
+/** An attention request: the conversation before a turn, the turn's text, and which tokens and image to look at. */
+export interface AttentionRequest {
+  messages: ChatMessage[];
+  prompt?: string;
+  /** The assistant turn's text, fed after the prompt as the model wrote it (teacher forcing). */
+  completion: string;
+  /** Characters of `completion` whose tokens are the queries (e.g. the box of a crop call); absent = all of it. */
+  span?: [number, number];
+  /** Which image of the conversation (0-based, in order of appearance) the map is over. */
+  imageIndex: number;
+  minPixels?: number;
+  maxPixels?: number;
+}
+
+/**
+ * Attention maps over one image's merged vision tokens: a grid of `grid.h` × `grid.w` cells, each covering 28 × 28
+ * pixels (2 × 2 patches of 14) of the image as the engine resized it (`imageSize`), row-major from the top left.
+ */
+export interface AttentionResult {
+  grid: { h: number; w: number };
+  /** [width, height] of the image the vision tower saw (smart_resize'd): grid.w * 28 × grid.h * 28. */
+  imageSize: [number, number];
+  /** Per text layer: the map normalized to sum 1 over the image's cells (length grid.h * grid.w). */
+  layers: number[][];
+  /** Per text layer: the attention mass the query tokens gave to this image, before normalizing (0..1). */
+  imageMass: number[];
+  /** Per text layer: mean sum of a query row over all key positions (≈ 1: the softmax's own check). */
+  rowSums: number[];
+  /** Query tokens (completion tokens inside `span`) the maps average over. */
+  queryTokens: number;
+  /** The query tokens' text, as the tokenizer decodes them. */
+  queryText: string;
 }
 
 // ---- additive (engines helper): optional detail local engines report --------------------------------------------

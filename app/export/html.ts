@@ -4,6 +4,7 @@
  * it in a slide deck) and shows exactly what the model saw and did.
  */
 import type { Box, MediaRef, ToolCallRecord, Trajectory } from '../contract/trajectory';
+import { cellNorm, heatColor, layerMap, type AttentionMaps } from '../contract/attention';
 import { combinedImages } from './storyboard';
 
 export interface HtmlExportOptions {
@@ -12,6 +13,8 @@ export interface HtmlExportOptions {
   dataUrls: ReadonlyMap<string, string>;
   /** Shown in the footer (e.g. the run id and engine). */
   source?: string;
+  /** Attention maps by turn index (the ones looked at in the app): drawn under that step's box (mean over layers). */
+  attention?: ReadonlyMap<number, AttentionMaps>;
 }
 
 export function escapeHtml(s: string): string {
@@ -40,14 +43,31 @@ function img(m: MediaRef, opts: HtmlExportOptions, alt: string, overlay = ''): s
   return `<figure class="shot" style="aspect-ratio:${m.width}/${m.height}"><img src="${src}" alt="${escapeHtml(alt)}" width="${m.width}" height="${m.height}"/>${overlay ? `<svg class="ov" xmlns="http://www.w3.org/2000/svg">${overlay}</svg>` : ''}</figure>`;
 }
 
-function callBlock(c: ToolCallRecord, step: number, images: MediaRef[], opts: HtmlExportOptions): string {
+/** The mean map as SVG cells (under the boxes), and the line that says what it is. */
+function heatCells(m: AttentionMaps): { svg: string; label: string } {
+  const values = layerMap(m, 'mean');
+  const max = Math.max(...values, 1e-12);
+  const cells = values.map((v, i) => {
+    const b = cellNorm(m.grid, Math.floor(i / m.grid.w), i % m.grid.w);
+    const [r, g, bl] = heatColor(v / max);
+    return `<rect x="${pct(b[0])}" y="${pct(b[1])}" width="${pct(b[2] - b[0])}" height="${pct(b[3] - b[1])}" fill="rgb(${r},${g},${bl})"/>`;
+  });
+  const stops = [0, 0.2, 0.4, 0.6, 0.8, 1].map((x) => { const [r, g, b] = heatColor(x); return `rgb(${r},${g},${b}) ${x * 100}%`; }).join(',');
+  return {
+    svg: `<g class="heat" opacity="0.6" shape-rendering="crispEdges">${cells.join('')}</g>`,
+    label: `<div class="lbl attn">attention map (where it looked): mean of ${m.layers.length} layers, from the ${m.queryTokens} tokens <code>${escapeHtml(m.queryText.trim())}</code>, ${m.grid.w}×${m.grid.h} cells of 28 px on ${m.imageSize[0]}×${m.imageSize[1]} · <span class="scale" style="background:linear-gradient(to right,${stops})"></span> 0 – ${(max * 100).toFixed(1)} % per cell</div>`,
+  };
+}
+
+function callBlock(c: ToolCallRecord, step: number, images: MediaRef[], opts: HtmlExportOptions, maps?: AttentionMaps): string {
   const parts: string[] = [];
   parts.push(`<div class="call"><span class="tag">${escapeHtml(c.name ?? 'unparsed call')}</span>${c.edited ? '<span class="tag edited">edited by a person</span>' : ''}<code>${escapeHtml(c.arguments !== undefined ? JSON.stringify(c.arguments) : c.raw.trim())}</code></div>`);
   if (c.error !== undefined) parts.push(`<div class="err" data-error>error: <pre>${escapeHtml(c.error)}</pre></div>`);
   const target = c.targetIndex !== undefined ? images[c.targetIndex] : undefined;
   if (target && c.bboxNormalized) {
-    const ov = `${c.bboxPadded ? boxRect(c.bboxPadded, 'pad') : ''}${boxRect(c.bboxNormalized, 'box')}<text x="${pct(c.bboxNormalized[0])}" y="${pct(c.bboxNormalized[1])}" dy="-4">${step}</text>`;
-    parts.push(`<div class="row"><div><div class="lbl">image ${c.targetIndex! + 1} (${target.width}×${target.height}), box ${c.bboxMode ?? ''} ${c.bboxRaw ? escapeHtml(JSON.stringify(c.bboxRaw)) : '—'}; padded ${c.bboxPadded ? escapeHtml(JSON.stringify(c.bboxPadded.map((v) => +v.toFixed(4)))) : '—'}</div>${img(target, opts, `step ${step} target`, ov)}</div>`);
+    const heat = maps && maps.imageIndex === c.targetIndex ? heatCells(maps) : null;
+    const ov = `${heat ? heat.svg : ''}${c.bboxPadded ? boxRect(c.bboxPadded, 'pad') : ''}${boxRect(c.bboxNormalized, 'box')}<text x="${pct(c.bboxNormalized[0])}" y="${pct(c.bboxNormalized[1])}" dy="-4">${step}</text>`;
+    parts.push(`<div class="row"><div>${heat ? heat.label : ''}<div class="lbl">image ${c.targetIndex! + 1} (${target.width}×${target.height}), box ${c.bboxMode ?? ''} ${c.bboxRaw ? escapeHtml(JSON.stringify(c.bboxRaw)) : '—'}; padded ${c.bboxPadded ? escapeHtml(JSON.stringify(c.bboxPadded.map((v) => +v.toFixed(4)))) : '—'}</div>${img(target, opts, `step ${step} target`, ov)}</div>`);
     for (const p of c.produced) parts.push(`<div><div class="lbl">crop ${p.width}×${p.height}</div>${img(p, opts, `step ${step} crop`)}</div>`);
     parts.push('</div>');
   } else if (c.frameIndices) {
@@ -66,7 +86,7 @@ export function renderTrajectoryHtml(t: Trajectory, opts: HtmlExportOptions): st
       if (isCall) step += 1;
       const meta = [turn.latencyMs !== undefined ? `${Math.round(turn.latencyMs)} ms` : '', turn.completionTokens !== undefined ? `${turn.completionTokens} tokens` : ''].filter(Boolean).join(' · ');
       const final = !isCall && turn === t.turns.at(-1) && t.finalText !== undefined;
-      return `<section class="turn${final ? ' final' : ''}"><h2>${isCall ? `Step ${step}` : final ? 'Answer' : `Turn ${turn.index + 1}`}<small>${escapeHtml(meta)}</small></h2><pre class="text">${escapeHtml(turn.text)}</pre>${turn.call ? callBlock(turn.call, step, images, opts) : ''}${turn.observation ? `<div class="obs">observation: <pre>${escapeHtml(turn.observation)}</pre></div>` : ''}</section>`;
+      return `<section class="turn${final ? ' final' : ''}"><h2>${isCall ? `Step ${step}` : final ? 'Answer' : `Turn ${turn.index + 1}`}<small>${escapeHtml(meta)}</small></h2><pre class="text">${escapeHtml(turn.text)}</pre>${turn.call ? callBlock(turn.call, step, images, opts, opts.attention?.get(turn.index)) : ''}${turn.observation ? `<div class="obs">observation: <pre>${escapeHtml(turn.observation)}</pre></div>` : ''}</section>`;
     })
     .join('\n');
   const media = t.media.map((m, i) => `<div><div class="lbl">${t.isVideo ? `frame ${i + 1}` : `image ${i + 1}`} (${m.width}×${m.height})</div>${img(m, opts, `question image ${i + 1}`)}</div>`).join('');
@@ -88,7 +108,7 @@ pre{white-space:pre-wrap;word-break:break-word;margin:0;font:13px/1.45 ui-monosp
 .row,.strip,.media{display:flex;gap:14px;flex-wrap:wrap;align-items:flex-start;margin-top:8px}.strip .shot{width:160px}
 .lbl{color:#5d6673;font-size:12px;margin-bottom:2px}.tag{background:#dbe6fd;color:#2563eb;border-radius:4px;padding:1px 6px;margin-right:6px;font-size:12px}.tag.edited{background:#fef3c7;color:#b45309}
 .call code{font-size:12px}.err{color:#c02626;background:#fee2e2;border:1px solid #fca5a5;border-radius:6px;padding:6px 8px;margin-top:6px}
-.obs{color:#5d6673;margin-top:6px}.missing{color:#c02626}footer{color:#5d6673;font-size:12px;margin-top:24px}
+.obs{color:#5d6673;margin-top:6px}.attn code{font-size:11px}.scale{display:inline-block;width:90px;height:9px;vertical-align:middle;border:1px solid #0006}.missing{color:#c02626}footer{color:#5d6673;font-size:12px;margin-top:24px}
 </style></head>
 <body><main>
 <h1>${escapeHtml(t.question)}</h1>

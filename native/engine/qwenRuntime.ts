@@ -15,7 +15,7 @@ import path from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor, cat, env } from '@huggingface/transformers';
 import onnxruntime from 'onnxruntime-node';
-import type { EngineDevice, EngineDtype, EngineDtypeSpec, EngineImage, EngineInfo, GenerateResult } from '../../app/engines/types';
+import type { AttentionRequest, AttentionResult, EngineDevice, EngineDtype, EngineDtypeSpec, EngineImage, EngineInfo, GenerateResult } from '../../app/engines/types';
 import { SMALL_MODEL_BYTES } from '../../app/engines/local/protocol';
 import type { LoadOptions, WireGenerateRequest } from '../../app/engines/local/protocol';
 import { EngineError } from '../../app/engines/errors';
@@ -31,7 +31,8 @@ import {
   IMAGE_PAD,
 } from '../../app/engines/local/prompt';
 import { StopStrings, sampleToken, seededRandom } from '../../app/engines/local/sampling';
-import { validateModelFolder } from '../../app/engines/local/modelFolder';
+import { DTYPE_SUFFIX, validateModelFolder } from '../../app/engines/local/modelFolder';
+import { ATTN_DECODER, attentionOutput } from './attentionGraph';
 
 /* The slices of transformers.js' untyped-at-runtime objects this file uses. */
 type AnyTensor = Tensor;
@@ -130,6 +131,8 @@ export class QwenVLRuntime {
   private kvReuse: 'on' | 'off' = 'on';
   private readonly arena = { kv: new Map<string, [KvArray, KvArray]>(), logits: new Float32Array(0), mask: new BigInt64Array(0) };
   private queue: Promise<unknown> = Promise.resolve();
+  /** The analysis decoder (attention outputs), opened on the first attention request only. */
+  private attnSession: Promise<onnxruntime.InferenceSession> | null = null;
 
   private constructor(
     private readonly processor: Proc,
@@ -550,6 +553,140 @@ export class QwenVLRuntime {
     return out;
   }
 
+  /** Attention maps for one turn (see Engine.attention); queued like generate, and leaves the generation cache alone. */
+  attention(req: AttentionRequest): Promise<AttentionResult> {
+    const run = this.queue.then(() => this.attentionNow(req));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private analysisDecoder(): Promise<onnxruntime.InferenceSession> {
+    if (!this.attnSession) {
+      const spec = this.info.dtype ?? 'fp32';
+      const dt = typeof spec === 'string' ? spec : (spec.decoder_model_merged ?? 'fp32');
+      const file = path.join(this.info.model, 'onnx', `${ATTN_DECODER}${DTYPE_SUFFIX[dt]}.onnx`);
+      this.attnSession = (async () => {
+        try {
+          await stat(file);
+        } catch {
+          throw new EngineError('unavailable', `this model has no analysis decoder (${path.basename(file)}); add one with \`loupe convert --attention ${this.info.model}\``);
+        }
+        return onnxruntime.InferenceSession.create(file, { executionProviders: ['cpu'], ...(this.info.threads ? { intraOpNumThreads: this.info.threads } : {}) });
+      })();
+      this.attnSession.catch(() => (this.attnSession = null));
+    }
+    return this.attnSession;
+  }
+
+  private async attentionNow(req: AttentionRequest): Promise<AttentionResult> {
+    const session = await this.analysisDecoder();
+    const { ids, images } = await this.encode({ ...req, maxTokens: 0, temperature: 0, topP: 1, topK: -1, stop: [] });
+    const imageTok = this.model.config.image_token_id;
+    const runs = imageRuns(ids, imageTok);
+    const run = runs[req.imageIndex];
+    const img = images[req.imageIndex];
+    if (!Number.isInteger(req.imageIndex) || !run || !img) {
+      throw new EngineError('bad_request', `imageIndex ${req.imageIndex} is not one of the conversation's ${images.length} image(s)`);
+    }
+    const comp = this.tokenizer.encode(req.completion, { add_special_tokens: false });
+    if (comp.length === 0) throw new EngineError('bad_request', 'the completion is empty: there are no tokens to take attention from');
+    // which completion tokens the span covers: token k spans [len(decode(0..k-1)), len(decode(0..k)))
+    const [s0, s1] = req.span ?? [0, req.completion.length];
+    const rows: number[] = [];
+    let before = 0;
+    for (let k = 0; k < comp.length; k++) {
+      const after = this.tokenizer.decode(comp.slice(0, k + 1), { skip_special_tokens: false }).length;
+      if (after > s0 && before < s1) rows.push(k);
+      before = after;
+    }
+    if (!rows.length) throw new EngineError('bad_request', `span [${s0}, ${s1}) covers no token of the completion (${req.completion.length} characters)`);
+    const L = ids.length;
+    const all = ids.concat(comp);
+    const N = all.length;
+    const gridT = i64(images.flatMap((p) => p.grid), [images.length, 3]);
+    const [pos] = this.model.get_rope_index(i64(all, [1, N]), gridT, null, i64(new Array(N).fill(1), [1, N]));
+    // prefill all but the prompt's last token on the fast decoder; then the analysis decoder takes that token and the
+    // completion (but its last token) as one chunk, so chunk row k is the position whose logits chose completion token k
+    const P = L - 1;
+    if (run[1] > P) throw new EngineError('bad_request', 'the prompt ends inside an image: nothing to attend from');
+    let past: Record<string, AnyTensor>;
+    try {
+      const pre = await this.model.forward({
+        input_ids: i64(ids.slice(0, P), [1, P]),
+        attention_mask: ones(P),
+        position_ids: pos.slice(null, null, [0, P]),
+        past_key_values: null,
+        pixel_values: cat(images.map((p) => p.pixelValues), 0),
+        image_grid_thw: gridT,
+        num_logits_to_keep: new Tensor('int64', [1n], []),
+      });
+      past = presentToPast(pre);
+    } catch (e) {
+      throw new EngineError('load', `attention prefill failed: ${(e as Error).message}`, { cause: e });
+    }
+    const G = comp.length;
+    const chunk = all.slice(P, P + G);
+    const embeds = await this.model.encode_text({ input_ids: i64(chunk, [1, G]) });
+    const feeds: Record<string, unknown> = {
+      inputs_embeds: ort(embeds),
+      attention_mask: ort(ones(P + G)),
+      position_ids: ort(pos.slice(null, null, [P, P + G])),
+    };
+    if (session.inputNames.includes('num_logits_to_keep')) feeds['num_logits_to_keep'] = ort(new Tensor('int64', [1n], []));
+    for (const name of session.inputNames) {
+      if (name in feeds) continue;
+      const t = past[name];
+      if (!t) throw new EngineError('load', `the analysis decoder wants an input ${name} that the fast decoder's cache does not have`);
+      feeds[name] = ort(t);
+    }
+    let out: Record<string, { dims: readonly number[]; data: unknown }>;
+    try {
+      out = (await session.run(feeds as never)) as unknown as typeof out;
+    } catch (e) {
+      throw new EngineError('load', `the analysis decoder failed: ${(e as Error).message}`, { cause: e });
+    }
+    const merge = this.processor.image_processor.config.merge_size ?? 2;
+    const patch = this.processor.image_processor.config.patch_size ?? 14;
+    const [, gh, gw] = img.grid;
+    const grid = { h: gh / merge, w: gw / merge };
+    const cells = run[1] - run[0];
+    if (cells !== grid.h * grid.w) throw new EngineError('load', `image run of ${cells} tokens does not match its ${grid.h}×${grid.w} merged grid`);
+    const layers: number[][] = [];
+    const imageMass: number[] = [];
+    const rowSums: number[] = [];
+    for (let l = 0; ; l++) {
+      const a = out[attentionOutput(l)];
+      if (!a) break;
+      const [, S, T] = a.dims as [number, number, number];
+      if (a.dims.length !== 3 || S !== G || T !== P + G) throw new EngineError('load', `${attentionOutput(l)} has shape [${a.dims.join(', ')}], expected [1, ${G}, ${P + G}]`);
+      const d = a.data as Float32Array;
+      const map = new Float64Array(cells);
+      let mass = 0;
+      let total = 0;
+      for (const r of rows) {
+        const o = r * T;
+        for (let c = 0; c < cells; c++) map[c]! += d[o + run[0] + c]!;
+        for (let t = 0; t < T; t++) total += d[o + t]!;
+      }
+      let sum = 0;
+      for (let c = 0; c < cells; c++) sum += map[c]!;
+      mass = sum / rows.length;
+      layers.push(Array.from(map, (v) => (sum > 0 ? v / sum : 1 / cells)));
+      imageMass.push(mass);
+      rowSums.push(total / rows.length);
+    }
+    if (!layers.length) throw new EngineError('load', `the analysis decoder has no ${attentionOutput(0)} output`);
+    return {
+      grid,
+      imageSize: [gw * patch, gh * patch],
+      layers,
+      imageMass,
+      rowSums,
+      queryTokens: rows.length,
+      queryText: this.tokenizer.decode(rows.map((r) => comp[r]!), { skip_special_tokens: false }),
+    };
+  }
+
   /** Drops the cross-turn KV cache (e.g. before a new episode). */
   resetCache(): void {
     this.cache = null;
@@ -559,6 +696,9 @@ export class QwenVLRuntime {
   async dispose(): Promise<void> {
     this.cache = null;
     this.head = null;
+    const attn = this.attnSession;
+    this.attnSession = null;
+    await attn?.then((s) => s.release()).catch(() => undefined);
     this.images.clear();
     await this.model.dispose();
   }

@@ -62,6 +62,16 @@ export function serveEngine(port: Port): void {
           fail(msg.id, e);
         }
         return;
+      case 'attention':
+        void (async () => {
+          try {
+            if (!rt) throw new EngineError('load', 'no model loaded in the engine worker');
+            port.post({ type: 'attention', id: msg.id, result: await rt.attention(msg.request) });
+          } catch (e) {
+            fail(msg.id, e);
+          }
+        })();
+        return;
       case 'dispose':
         void (async () => {
           try {

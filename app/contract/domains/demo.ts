@@ -2,6 +2,7 @@
  * Demo domain: run a model on a question about pixels and stream its trajectory, step through its calls, keep
  * edited branches, export. Handlers: main/core/handlers/demo.ts over app/demo/service.ts (models: domains/models.ts).
  */
+import { AttentionMapsSchema } from '../attention';
 import { z } from 'zod';
 import { Empty } from '../common';
 import { BoxSchema, MediaRefSchema, ToolCallRecordSchema, TrajectorySchema, TurnSchema } from '../trajectory';
@@ -248,6 +249,15 @@ export const demoCalls = {
   },
   /** Drop an unsaved Demo question for good. */
   'demo:discard': { req: z.object({ runId: z.string().min(1) }).strict(), res: z.object({ discarded: z.boolean() }) },
+  /**
+   * Where the model looked when it wrote a crop box (turn `turnIndex` of a branch): per-layer attention maps over the
+   * call's target image, from a local ONNX model's analysis decoder; `unavailable` says why there are none (an
+   * OpenAI-compatible server, a replay, a model folder without an analysis decoder, a turn without a crop).
+   */
+  'demo:attention': {
+    req: z.object({ runId: z.string().min(1), branch: z.string().min(1).default('b0'), turnIndex: z.number().int().nonnegative() }).strict(),
+    res: z.object({ maps: AttentionMapsSchema.optional(), unavailable: z.string().optional() }),
+  },
   'demo:export': {
     req: z.object({ runId: z.string().min(1), branch: z.string().optional(), format: z.enum(['html', 'webp', 'gif']) }).strict(),
     res: ExportResultSchema,

@@ -3,6 +3,7 @@
  * the model the app keeps loaded. One loaded model is one engine process, shared by the Demo, sweeps and
  * serve-model (app/engines/manager.ts).
  */
+import { AttentionCardSchema } from '../attention';
 import { z } from 'zod';
 import { Empty } from '../common';
 
@@ -17,6 +18,8 @@ export const ModelEntrySchema = z.object({
   dtypes: z.array(z.string()),
   sizeBytes: z.number(),
   memoryEstimateBytes: z.number().optional(),
+  /** Additive: the model's attention measure (its folder's attention.json), shown on its card. */
+  attention: AttentionCardSchema.optional(),
 });
 export type ModelEntry = z.infer<typeof ModelEntrySchema>;
 

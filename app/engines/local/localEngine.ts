@@ -8,7 +8,7 @@
  * - crash: if the worker dies, pending calls reject with EngineError('crash') and the next call starts a new worker;
  * - idle: after `idleMs` without calls the worker is ended (memory back) and restarted on demand.
  */
-import type { Engine, EngineInfo, GenerateRequest, GenerateResult } from '../types';
+import type { AttentionRequest, AttentionResult, Engine, EngineInfo, GenerateRequest, GenerateResult } from '../types';
 import { EngineError, type EngineErrorKind } from '../errors';
 import type { LoadOptions, WorkerEvent, WorkerRequest } from './protocol';
 import type { EngineTransport, EngineTransportFactory } from './transport';
@@ -28,7 +28,7 @@ interface Pending {
   onToken?: (delta: string) => void;
 }
 
-const KINDS: EngineErrorKind[] = ['model_folder', 'load', 'crash', 'timeout', 'http', 'network', 'bad_request', 'cancelled', 'disposed'];
+const KINDS: EngineErrorKind[] = ['model_folder', 'load', 'crash', 'timeout', 'http', 'network', 'bad_request', 'cancelled', 'disposed', 'unavailable'];
 
 export class LocalEngine implements Engine {
   private transport: EngineTransport | null = null;
@@ -182,6 +182,21 @@ export class LocalEngine implements Engine {
     } finally {
       if (timer) clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
+      this.active--;
+      this.armIdle();
+    }
+  }
+
+  /** Attention maps for one turn (the worker's analysis decoder; see Engine.attention). */
+  async attention(req: AttentionRequest): Promise<AttentionResult> {
+    this.active++;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    try {
+      const t = await this.ensure();
+      const ev = await this.call(t, { type: 'attention', id: this.nextId++, request: req });
+      if (ev.type !== 'attention') throw new EngineError('crash', `unexpected worker reply ${ev.type}`);
+      return ev.result;
+    } finally {
       this.active--;
       this.armIdle();
     }

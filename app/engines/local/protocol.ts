@@ -2,7 +2,7 @@
  * Messages between the local engine client (app/engines/local) and its worker (native/engine/worker.ts).
  * Plain JSON-cloneable data only; images travel as file paths.
  */
-import type { EngineDevice, EngineDtypeSpec, EngineInfo, GenerateRequest, GenerateResult } from '../types';
+import type { AttentionRequest, AttentionResult, EngineDevice, EngineDtypeSpec, EngineInfo, GenerateRequest, GenerateResult } from '../types';
 
 export interface LoadOptions {
   /** Absolute path of a model folder in the transformers.js layout. */
@@ -37,6 +37,7 @@ export type WorkerRequest =
   | { type: 'generate'; id: number; request: WireGenerateRequest }
   | { type: 'cancel'; id: number }
   | { type: 'tokenize'; id: number; text: string }
+  | { type: 'attention'; id: number; request: AttentionRequest }
   | { type: 'dispose'; id: number };
 
 export type WorkerEvent =
@@ -44,5 +45,6 @@ export type WorkerEvent =
   | { type: 'token'; id: number; delta: string }
   | { type: 'done'; id: number; result: GenerateResult }
   | { type: 'tokens'; id: number; ids: number[] }
+  | { type: 'attention'; id: number; result: AttentionResult }
   | { type: 'disposed'; id: number }
   | { type: 'error'; id: number; kind: string; message: string };

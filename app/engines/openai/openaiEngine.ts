@@ -105,6 +105,9 @@ interface AttemptError {
   retryAfterMs?: number;
 }
 
+/** Why an OpenAI-compatible engine has no attention maps (one wording for the engine, the control and the CLI). */
+export const ATTENTION_UNAVAILABLE = 'unavailable: the server does not expose attention (maps need a local ONNX model with an analysis decoder)';
+
 export class OpenAIEngine implements Engine {
   private readonly client: OpenAI;
   private readonly sem: Semaphore;
@@ -288,6 +291,11 @@ export class OpenAIEngine implements Engine {
       finishReason: finish,
       latencyMs: Date.now() - t0,
     };
+  }
+
+  /** An OpenAI-compatible server returns text, never the model's attention: say so (the UI shows this line). */
+  attention(): Promise<never> {
+    return Promise.reject(new EngineError('unavailable', ATTENTION_UNAVAILABLE));
   }
 
   async dispose(): Promise<void> {

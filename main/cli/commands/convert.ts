@@ -7,24 +7,42 @@ export function register(program: Command): void {
   program
     .command('convert')
     .description('convert a Qwen2.5-VL checkpoint folder to ONNX (transformers.js layout) with python3 + torch + transformers 5')
-    .argument('<hf_dir>', 'Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer files)')
-    .argument('<out_dir>', 'where to write the ONNX model folder')
+    .argument('<hf_dir>', 'Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer files); with --attention alone: an ONNX model folder')
+    .argument('[out_dir]', 'where to write the ONNX model folder')
     .option('--dtypes <list>', 'fp32 and/or q8', 'fp32,q8')
     .option('--check', 'compare ONNX logits with PyTorch on a one-image and a three-image prompt')
+    .option('--attention', 'also write the analysis decoder (decoder_model_merged_attn*.onnx: per-layer attention outputs for attention maps); with no out_dir, add it to the ONNX model folder hf_dir')
     .option('--python <exe>', 'python interpreter', 'python3')
-    .action(async (hf: string, out: string, o: { dtypes: string; check?: boolean; python: string }) => {
-      const args = [modelsPath('make_tiny_qwen25vl.py'), '--from', hf, out, '--dtypes', o.dtypes, ...(o.check ? ['--check'] : [])];
-      const code = await new Promise<number>((resolve) => {
-        const p = spawn(o.python, args, { stdio: 'inherit' });
-        p.on('error', (e) => {
-          console.error(`could not run ${o.python}: ${e.message} (install Python 3 with torch, transformers>=5, onnx, onnxruntime)`);
-          resolve(127);
+    .action(async (hf: string, out: string | undefined, o: { dtypes: string; check?: boolean; attention?: boolean; python: string }) => {
+      if (out === undefined && !o.attention) {
+        console.error('convert: out_dir is required (or pass --attention to add the analysis decoder to an ONNX model folder)');
+        process.exitCode = 2;
+        return;
+      }
+      if (out !== undefined) {
+        const args = [modelsPath('make_tiny_qwen25vl.py'), '--from', hf, out, '--dtypes', o.dtypes, ...(o.check ? ['--check'] : [])];
+        const code = await new Promise<number>((resolve) => {
+          const p = spawn(o.python, args, { stdio: 'inherit' });
+          p.on('error', (e) => {
+            console.error(`could not run ${o.python}: ${e.message} (install Python 3 with torch, transformers>=5, onnx, onnxruntime)`);
+            resolve(127);
+          });
+          p.on('exit', (c) => resolve(c ?? 1));
         });
-        p.on('exit', (c) => resolve(c ?? 1));
-      });
-      if (code !== 0) {
-        console.error(`convert failed (exit ${code})`);
-        process.exitCode = code;
+        if (code !== 0) {
+          console.error(`convert failed (exit ${code})`);
+          process.exitCode = code;
+          return;
+        }
+      }
+      if (o.attention) {
+        const { addAnalysisDecoders } = await import('../../../native/engine/attentionGraph');
+        try {
+          for (const f of await addAnalysisDecoders(out ?? hf)) console.log(`wrote ${f.file} (${(f.bytes / 2 ** 20).toFixed(1)} MiB, ${f.layers} attention outputs)`);
+        } catch (e) {
+          console.error(`convert --attention: ${(e as Error).message}`);
+          process.exitCode = 1;
+        }
       }
     });
 }

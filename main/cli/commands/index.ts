@@ -13,5 +13,6 @@ import { register as runCmd } from './run';
 import { register as runsCmd } from './runs';
 import { register as rescore } from './rescore';
 import { register as exportData } from './exportData';
+import { register as attention } from './attention';
 
-export const commands: Array<(program: Command) => void> = [serve, vectors, synth, serveModel, convert, train, importCmd, evalCmd, report, runCmd, runsCmd, rescore, exportData];
+export const commands: Array<(program: Command) => void> = [serve, vectors, synth, serveModel, convert, train, importCmd, evalCmd, report, runCmd, runsCmd, rescore, exportData, attention];

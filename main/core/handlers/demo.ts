@@ -14,6 +14,7 @@ export function demoHandlers(demo: DemoService): DomainHandlers<typeof demoCalls
     'demo:stop': (req) => demo.stop(req),
     'demo:continue': (req) => demo.continue(req),
     'demo:get': (req) => demo.get(req),
+    'demo:attention': (req) => demo.attention(req),
     'demo:export': (req) => demo.export(req),
     'demo:scratch': () => demo.scratchList(),
     'demo:save': (req) => demo.save(req),

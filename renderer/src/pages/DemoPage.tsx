@@ -28,6 +28,7 @@ export function DemoPage() {
   const branches = useDemoStore(useShallow((s) => s.branches.map((b) => `${b.id}:${b.label}`)));
   const branch = useDemoStore((s) => selectActiveBranch(s));
   const activeBranch = useDemoStore((s) => s.activeBranch);
+  const runId = useDemoStore((s) => s.runId);
   const activeStep = useDemoStore((s) => s.activeStep);
   const setActiveStep = useDemoStore((s) => s.setActiveStep);
   const proposal = useDemoStore((s) => s.proposal);
@@ -120,7 +121,7 @@ export function DemoPage() {
                   <code className="demo-answer-raw muted" data-testid="answer-raw">{t.finalText.trim()}</code>
                 </div>
               ) : null}
-              <TrajectoryView trajectory={t} mediaUrl={mediaUrl} activeStep={activeStep} onStepChange={setActiveStep} streaming={branch?.streaming ?? null} paused={status === 'paused'} edit={edit} />
+              <TrajectoryView trajectory={t} mediaUrl={mediaUrl} activeStep={activeStep} onStepChange={setActiveStep} streaming={branch?.streaming ?? null} paused={status === 'paused'} edit={edit} attention={runId && status === 'done' ? { runId, branch: activeBranch } : null} />
               {status === 'done' || status === 'error' ? <ExportBar /> : null}
             </>
           ) : null}

@@ -1,3 +1,4 @@
+import { AttentionCardLine } from '../components/models/AttentionCardLine';
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { PageHeader } from '../components/PageHeader';
@@ -81,7 +82,7 @@ export function ModelsPage() {
               const isLoaded = s.loaded?.id === m.id;
               return (
                 <tr key={m.id} data-testid={`model-row-${m.id}`}>
-                  <td><div>{m.name}</div><div className="muted models-path">{m.path}</div></td>
+                  <td><div>{m.name}</div><div className="muted models-path">{m.path}</div>{m.attention ? <AttentionCardLine card={m.attention} testId={`model-attention-${m.id}`} /> : null}</td>
                   <td>{m.modelType ?? '—'}</td>
                   <td>{m.dtypes.join(', ')}</td>
                   <td className="num">{size(m.sizeBytes)}</td>

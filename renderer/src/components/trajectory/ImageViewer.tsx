@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState, type KeyboardEvent as ReactKeyboardEvent, type PointerEvent as ReactPointerEvent } from 'react';
+import { useCallback, useEffect, useRef, useState, type ReactNode, type KeyboardEvent as ReactKeyboardEvent, type PointerEvent as ReactPointerEvent } from 'react';
 import type { Box, MediaRef } from '../../../../app/contract';
 import { clamp01, nudgeBox, type StepBox } from './geometry';
 
@@ -15,6 +15,8 @@ export interface ImageViewerProps {
   /** Step mode: an editable box (normalized), with its step number. */
   edit?: { box: Box; step: number; onChange(box: Box): void };
   label?: string;
+  /** Drawn over the image, under the boxes (the attention map). */
+  underlay?: ReactNode;
 }
 
 type Drag = { kind: 'pan'; x: number; y: number; tx: number; ty: number } | { kind: 'move' | 'nw' | 'ne' | 'sw' | 'se'; x: number; y: number; start: Box; w: number; h: number };
@@ -22,7 +24,7 @@ type Drag = { kind: 'pan'; x: number; y: number; tx: number; ty: number } | { ki
 const pct = (v: number) => `${(v * 100).toFixed(4)}%`;
 
 /** One image with its boxes: wheel or buttons zoom around the cursor, drag pans, boxes can be edited. */
-export function ImageViewer({ media, url, boxes, activeTurn, showOverlays, onBoxClick, edit, label }: ImageViewerProps) {
+export function ImageViewer({ media, url, boxes, activeTurn, showOverlays, onBoxClick, edit, label, underlay }: ImageViewerProps) {
   const [view, setView] = useState({ scale: 1, tx: 0, ty: 0 });
   const drag = useRef<Drag | null>(null);
   const frame = useRef<HTMLDivElement>(null);
@@ -136,6 +138,7 @@ export function ImageViewer({ media, url, boxes, activeTurn, showOverlays, onBox
         <div className="tv-transform" style={{ transform: `translate(${view.tx}px, ${view.ty}px) scale(${view.scale})` }}>
           <div className="tv-stage" ref={stage} style={{ aspectRatio: `${aspect}`, width: `min(100%, calc(var(--tv-frame-h) * ${aspect.toFixed(4)}))` }}>
             <img src={url} alt={label ?? 'image'} draggable={false} />
+            {underlay ?? null}
             {showOverlays
               ? boxes.map((b) => (
                   <div key={b.turn}>

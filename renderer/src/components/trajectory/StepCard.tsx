@@ -1,3 +1,4 @@
+import type { ReactNode } from 'react';
 import type { MediaRef, Turn } from '../../../../app/contract';
 import { fmtBox } from './geometry';
 import { tokenizePython } from './pythonHighlight';
@@ -13,6 +14,8 @@ export interface StepCardProps {
   mediaUrl(id: string): string;
   onSelect(): void;
   onOpenMedia(m: MediaRef, title: string): void;
+  /** A crop turn's "where it looked" control (AttentionOverlay), shown under the box and before the crop it made. */
+  attention?: ReactNode;
 }
 
 /** Hides the call JSON and code blocks from the prose (they are shown below) but keeps everything else verbatim. */
@@ -78,7 +81,7 @@ function CodeCall({ turn, step, code, mediaUrl, onOpenMedia }: { turn: Turn; ste
   );
 }
 
-export function StepCard({ turn, step, active, final, streaming, mediaUrl, onSelect, onOpenMedia }: StepCardProps) {
+export function StepCard({ turn, step, active, final, streaming, mediaUrl, onSelect, onOpenMedia, attention }: StepCardProps) {
   const c = turn.call;
   const code = c?.name === 'python' ? codeArgs(c.arguments) : null;
   const meta = [turn.latencyMs !== undefined ? `${Math.round(turn.latencyMs)} ms` : null, turn.completionTokens !== undefined ? `${turn.completionTokens} tok` : null, turn.promptTokens !== undefined ? `prompt ${turn.promptTokens}` : null].filter(Boolean).join(' · ');
@@ -110,6 +113,7 @@ export function StepCard({ turn, step, active, final, streaming, mediaUrl, onSel
               <dd>{c.targetIndex !== undefined ? `#${c.targetIndex + 1}` : '—'} · pixels {fmtBox(c.cropBox, 0)}</dd>
             </dl>
           ) : null}
+          {attention ?? null}
           {c.error !== undefined ? (
             <pre className="tv-error" data-testid="error-text">{turn.observation || c.error}</pre>
           ) : null}

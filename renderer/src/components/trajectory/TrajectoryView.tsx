@@ -1,9 +1,12 @@
 import { useEffect, useMemo, useState } from 'react';
+import { useShallow } from 'zustand/react/shallow';
 import type { Box, MediaRef, Trajectory } from '../../../../app/contract';
 import { boxesOn, combinedImages, imageForTurn, stepNumbers } from './geometry';
 import { ImageViewer } from './ImageViewer';
 import { Lightbox } from './Lightbox';
 import { StepCard } from './StepCard';
+import { AttentionControls, AttentionHeat, heatRect } from './AttentionOverlay';
+import { attentionKey, useAttentionStore } from '../../stores/useAttentionStore';
 
 export interface TrajectoryViewProps {
   trajectory: Trajectory;
@@ -22,6 +25,8 @@ export interface TrajectoryViewProps {
   testId?: string;
   /** What the image pane says when there is no image (an imported file without its images says so). */
   noImage?: string;
+  /** The stored run and branch this trajectory is: crop steps then offer "where it looked" (attention maps). */
+  attention?: { runId: string; branch: string } | null;
 }
 
 function typingIn(target: EventTarget | null): boolean {
@@ -30,7 +35,7 @@ function typingIn(target: EventTarget | null): boolean {
 }
 
 /** A trajectory step by step: the image with every box drawn where it was cut, and a card per turn. */
-export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChange, streaming, paused = false, edit, keyboard = true, testId = 'trajectory-view', noImage = 'No image yet.' }: TrajectoryViewProps) {
+export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChange, streaming, paused = false, edit, keyboard = true, testId = 'trajectory-view', noImage = 'No image yet.', attention }: TrajectoryViewProps) {
   const [ownStep, setOwnStep] = useState(0);
   const active = activeStep ?? ownStep;
   const select = (i: number) => {
@@ -74,6 +79,10 @@ export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChan
 
   const imageIndex = edit ? edit.targetIndex : (shownImage ?? imageForTurn(t, active));
   const media = edit ? edit.media : images[imageIndex];
+  const attnEntry = useAttentionStore((s) => (attention ? s.entries[attentionKey(attention.runId, attention.branch, active)] : undefined));
+  const attnView = useAttentionStore(useShallow((s) => [s.layer, s.opacity, s.shown] as const));
+  const maps = attnEntry?.maps;
+  const rect = maps && attnView[2] && !edit ? heatRect(t, maps, imageIndex) : null;
   const lastIndex = t.turns.at(-1)?.index;
   const finalIndex = t.finalText !== undefined && lastIndex !== undefined && !t.turns.at(-1)?.call ? lastIndex : -1;
 
@@ -101,6 +110,7 @@ export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChan
             onBoxClick={select}
             label={imageIndex < t.media.length ? (t.isVideo ? `frame ${imageIndex + 1}` : `image ${imageIndex + 1}`) : `image #${imageIndex + 1} (${producedLabels.get(imageIndex) ?? 'produced'})`}
             {...(edit ? { edit: { box: edit.box, step: edit.step, onChange: edit.onChange } } : {})}
+            {...(maps && rect ? { underlay: <AttentionHeat maps={maps} layer={attnView[0]} opacity={attnView[1]} rect={rect} /> } : {})}
           />
         ) : (
           <div className="tv-empty muted" data-testid="no-image">{noImage}</div>
@@ -118,6 +128,7 @@ export function TrajectoryView({ trajectory: t, mediaUrl, activeStep, onStepChan
             mediaUrl={mediaUrl}
             onSelect={() => select(turn.index)}
             onOpenMedia={(m, title) => setOpen({ media: m, title })}
+            {...(attention && turn.call?.cropBox && turn.call.targetIndex !== undefined && !streaming ? { attention: <AttentionControls source={attention} turnIndex={turn.index} /> } : {})}
           />
         ))}
         {streaming && !t.turns.some((x) => x.index === streaming.turnIndex) ? (
