@@ -21,7 +21,7 @@ export const sweepsCalls = {
   'sweeps:start': {
     req: z
       .object({
-        /** Local model folder, OpenAI-compatible URL, or replay:<file>. */
+        /** Local model folder, OpenAI-compatible URL, replay:<file>, or served:<id> (a served engine, `served:list`). */
         model: z.string().min(1),
         bench: z.string().min(1),
         data: z.string().min(1),

@@ -22,7 +22,10 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
 
   return {
     'sweeps:start': async (req) => {
-      const model = await resolveModelRef(req.model, new ModelRegistry(ctx.workspace, { bundledRoot: resourcesRoot() }), ctx.workspace);
+      // `served:<id>`: a served engine the core started, used as the OpenAI-compatible server it is (its key stays here).
+      const served = req.model.startsWith('served:') ? ctx.servedEngine(req.model.slice('served:'.length)) : null;
+      const ref = served ? `${served.baseURL}#${served.model}` : req.model;
+      const model = await resolveModelRef(ref, new ModelRegistry(ctx.workspace, { bundledRoot: resourcesRoot() }), ctx.workspace);
       const runs = expandPlan({
         models: [model],
         benchmarks: [{ id: req.bench, data: path.resolve(req.data) }],
@@ -48,7 +51,7 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
         imageOps: ctx.imageOps,
         // Local models come from the core's engine manager: a model the Demo holds is shared, not loaded again.
         // Local models load on the Settings page's device and threads.
-        engines: engineFactory({ manager: ctx.engines, device: prefs.device, ...(prefs.threads ? { threads: prefs.threads } : {}), ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
+        engines: engineFactory({ manager: ctx.engines, ...(served?.apiKey ? { apiKey: served.apiKey } : {}), device: prefs.device, ...(prefs.threads ? { threads: prefs.threads } : {}), ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
         signal: ctrl.signal,
         // PyVision runs: each sample's code in its own sandbox process (refused before anything is written where none can start).
         codeSandbox: await codeSandboxFactory(),
