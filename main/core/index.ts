@@ -20,6 +20,7 @@ import { sweepsHandlers } from './handlers/sweeps';
 import { trainingHandlers } from './handlers/training';
 import { servedHandlers } from './handlers/served';
 import { ServedEngineLauncher } from '../../app/engines/served/launcher';
+import { ClusterSweepService } from '../../app/sweeps/cluster/service';
 import { openWorkspaceSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';
 import { createTrainingService } from '../../app/training/service';
 import type { CoreContext } from './context';
@@ -145,6 +146,15 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const withLabels = labelledIndex(runIndex, labels);
   const training = createTrainingService({ workspace, secrets: secretStore.store, secretStore: secretStore.info, packageRoot: repoRoot(), emit, watchStore: true });
 
+  // "Run on cluster": Slurm array sweeps merged into one run; sweeps a previous core left running are followed again.
+  const cluster = new ClusterSweepService({
+    workspace,
+    runs: ws.runs,
+    connector: (name) => training.connector(name),
+    onProgress: (p) => emit('sweeps:progress', p),
+    onRunChanged: (runId) => emit('runs:changed', { runId }),
+  });
+  void cluster.resumeAll().catch(() => undefined);
   const ctx: CoreContext = {
     workspace,
     emit,
@@ -159,7 +169,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     servedEngine,
     // Disposed in reverse: live demo runs stop first, then the engines and the image worker end.
     // runIndex.flush: an index being written beside a run is finished, so the next start reads it instead of the samples.
-    disposers: [() => runIndex.flush(), () => imageOps.close?.(), () => engines.dispose(), () => models.unload().then(() => undefined), () => demo.dispose(), () => training.dispose(), () => served.stopAll()],
+    disposers: [() => runIndex.flush(), () => imageOps.close?.(), () => engines.dispose(), () => models.unload().then(() => undefined), () => demo.dispose(), () => training.dispose(), () => cluster.dispose(), () => served.stopAll()],
   };
 
   const handlers: Handlers = {
@@ -189,7 +199,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     ...modelsHandlers(models, detectDevices),
     ...browseHandlers(ctx, { runIndex, withLabels }),
     ...labelsHandlers(labels, withLabels, emit),
-    ...sweepsHandlers(ctx),
+    ...sweepsHandlers(ctx, cluster),
     ...trainingHandlers(training),
     ...servedHandlers(served, (name) => training.connector(name)),
   };

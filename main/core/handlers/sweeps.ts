@@ -7,12 +7,13 @@ import { resourcesRoot } from '../../../app/paths';
 import { runSweep, RunSetupError } from '../../../app/sweeps/runner';
 import { codeSandboxFactory, engineFactory } from '../wiring';
 import type { CoreContext } from '../context';
+import { clusterEvalArgs, type ClusterSweepService } from '../../../app/sweeps/cluster/service';
 
 /**
  * Sweeps started from the UI run in the core process through the same runner as `loupe eval`, so the
  * run files are identical and a sweep started here resumes with `loupe eval --run NAME` and back.
  */
-export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCalls> {
+export function sweepsHandlers(ctx: CoreContext, cluster: ClusterSweepService): DomainHandlers<typeof sweepsCalls> {
   const ws = ctx.ws;
   const active = new Map<string, { progress: SweepProgress; ctrl: AbortController }>();
   const emit = (p: SweepProgress) => ctx.emit('sweeps:progress', p);
@@ -79,6 +80,18 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
       a.ctrl.abort(new Error('cancelled from the UI'));
       return { cancelled: true };
     },
-    'sweeps:list': () => [...active.values()].map((a) => a.progress),
+    'sweeps:list': () => [...[...active.values()].map((a) => a.progress), ...cluster.list()],
+    'sweeps:clusterStart': (req) =>
+      cluster.start({
+        connector: req.connector,
+        runName: req.name,
+        shards: req.shards,
+        evalArgs: clusterEvalArgs(req),
+        ...(req.loupe ? { loupe: req.loupe } : {}),
+        ...(req.remoteWorkspace ? { remoteWorkspace: req.remoteWorkspace } : {}),
+        ...(req.cwd ? { cwd: req.cwd } : {}),
+        ...(req.cpus ? { cpus: req.cpus } : {}),
+      }),
+    'sweeps:clusterCancel': async ({ runId }) => ({ cancelled: await cluster.cancel(runId) }),
   };
 }
