@@ -12,7 +12,7 @@ import type { SweepProgress } from '../../../app/contract';
 import { createCore, type Core } from '../../../main/core';
 import { describeIf } from '../../support/requirements';
 import { SERVICES, loadServicesEnv, type ServicesEnv } from '../connectors/servicesEnv';
-import { makeSynth, readRecords, REPO } from '../sweeps/helpers';
+import { lastJson, makeSynth, readRecords, REPO, runCli } from '../sweeps/helpers';
 import { ciSlurm, waitFor } from './helpers';
 import { ClusterSweepService, clusterEvalArgs } from '../../../app/sweeps/cluster/service';
 import { RunStore } from '../../../app/workspace/runStore';
@@ -126,5 +126,26 @@ describeIf(!!env, SERVICES, 'Run on cluster through the core (real slurm + sshd)
     } finally {
       await slurm.close();
     }
+  }, 400_000);
+
+  it('loupe eval --cluster: the same sweep from the CLI, one merged run; running it again follows nothing new', async () => {
+    const ws3 = path.join(base, 'ws3');
+    const config = path.join(base, 'config3');
+    const setup = await createCore({ workspace: ws3, transport: 'browser', configDir: config });
+    await saveCiConnector(setup, e, 'ci', `${base}/logs3`);
+    await setup.dispose();
+    const args = ['eval', '--cluster', 'ci', '--shards', '2', '--run', 'cli8', '--model', `replay:${replay}`, '--bench', 'loupe-synth', '--data', data, '--workspace', ws3, '--cluster-loupe', `${process.execPath} ${path.join(REPO, 'bin', 'loupe.mjs')}`, '--remote-workspace', `${base}/cluster-ws3`, '--cluster-cwd', REPO, '--json'];
+    const r = await runCli(args, { env: { ...process.env, LOUPE_CONFIG_DIR: config } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(lastJson(r.stdout)).toMatchObject({ run: 'cli8', state: 'done', n: N, expected: N });
+    expect(r.stderr).toMatch(/submitted array \d+ \(shards 0, 1\)/);
+    expect(new Set((await readRecords(path.join(ws3, 'runs', 'cli8', 'samples.jsonl'))).map((x) => x.qid)).size).toBe(N);
+    // The same command again: the sweep has ended, nothing is submitted, and it says where to look.
+    const again = await runCli(args, { env: { ...process.env, LOUPE_CONFIG_DIR: config } });
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toMatch(/a run named cli8 already exists/);
+    // Hostile: --shard with --cluster, --shards without it.
+    const both = await runCli([...args.slice(0, -1), '--shard', '0/2'], { env: { ...process.env, LOUPE_CONFIG_DIR: config } });
+    expect(both.stderr).toMatch(/--shard is set per task by --cluster/);
   }, 400_000);
 });
