@@ -14,6 +14,8 @@ export const SweepProgressSchema = z.object({
   samplesPerSec: z.number().nullable(),
   etaMs: z.number().nullable(),
   error: z.string().optional(),
+  /** 'cluster': a "Run on cluster" sweep (cancel it with `sweeps:clusterCancel`); absent: run in the core. */
+  where: z.enum(['local', 'cluster']).optional(),
 });
 export type SweepProgress = z.infer<typeof SweepProgressSchema>;
 

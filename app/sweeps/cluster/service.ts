@@ -172,7 +172,7 @@ export class ClusterSweepService {
       job,
       ctrl,
       sweep: null,
-      progress: { runId: job.runName, name: job.runName, state: 'starting', done: 0, total: 0, correct: 0, samplesPerSec: null, etaMs: null },
+      progress: { runId: job.runName, name: job.runName, state: 'starting', done: 0, total: 0, correct: 0, samplesPerSec: null, etaMs: null, where: 'cluster' },
       done: Promise.resolve(),
       merging: Promise.resolve(),
     };
@@ -278,7 +278,7 @@ export class ClusterSweepService {
         await this.follow(job, c).catch(() => undefined);
         resumed.push(name);
       } catch (e) {
-        this.o.onProgress?.({ runId: name, name, state: 'error', done: 0, total: 0, correct: 0, samplesPerSec: null, etaMs: null, error: `cannot follow the cluster sweep: ${e instanceof Error ? e.message : String(e)}` });
+        this.o.onProgress?.({ runId: name, name, state: 'error', done: 0, total: 0, correct: 0, samplesPerSec: null, etaMs: null, where: 'cluster', error: `cannot follow the cluster sweep: ${e instanceof Error ? e.message : String(e)}` });
       }
     }
     return resumed;
