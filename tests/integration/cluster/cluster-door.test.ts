@@ -13,22 +13,12 @@ import { createCore, type Core } from '../../../main/core';
 import { describeIf } from '../../support/requirements';
 import { SERVICES, loadServicesEnv, type ServicesEnv } from '../connectors/servicesEnv';
 import { lastJson, makeSynth, readRecords, REPO, runCli } from '../sweeps/helpers';
-import { ciSlurm, waitFor } from './helpers';
+import { ciSlurm, saveCiConnector, waitFor } from './helpers';
 import { ClusterSweepService, clusterEvalArgs } from '../../../app/sweeps/cluster/service';
 import { RunStore } from '../../../app/workspace/runStore';
 
 const env = loadServicesEnv();
 const N = 8;
-
-/** Save the CI cluster as a slurm-ssh connector of a workspace, as the Training page's Connectors form does. */
-export async function saveCiConnector(core: Core, e: ServicesEnv, name: string, remoteDir: string): Promise<void> {
-  const key = await core.dispatch('training:secretSet', { name: `${name}-key`, value: readFileSync(e.sshKey, 'utf8') });
-  expect(key.ok, JSON.stringify(key)).toBe(true);
-  const r = await core.dispatch('training:connectorSave', {
-    config: { kind: 'slurm-ssh', name, host: e.sshHost, port: e.sshPort, user: e.sshUser, keySecret: `${name}-key`, knownHosts: readFileSync(e.knownHosts, 'utf8').trim(), remoteDir, slurmConf: e.slurmConf, partition: e.partition },
-  });
-  expect(r.ok, JSON.stringify(r)).toBe(true);
-}
 
 describeIf(!!env, SERVICES, 'Run on cluster through the core (real slurm + sshd)', () => {
   const e = env as ServicesEnv;
