@@ -405,8 +405,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
         if (plan.imagesAfter > limits.maxImages) {
           dropped = true;
         } else {
-          const cropped = await imageOps.crop(target, plan.cropBox as [number, number, number, number]);
-          produced = [cropped.width === size[0] && cropped.height === size[1] ? cropped : await imageOps.resize(cropped, size[0], size[1])];
+          produced = [await imageOps.crop(target, plan.cropBox as [number, number, number, number], size)];
         }
       } else {
         // 0-based indices into the episode's image list (video frames for PR; the combined list for VT).
@@ -416,8 +415,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
         } else if (plan.frameCrops) {
           for (const fc of plan.frameCrops) {
             const src = resolveTarget(fc.target);
-            const c = await imageOps.crop(src, fc.cropBox as [number, number, number, number]);
-            produced.push(c.width === fc.resizedSize[0] && c.height === fc.resizedSize[1] ? c : await imageOps.resize(c, fc.resizedSize[0], fc.resizedSize[1]));
+            produced.push(await imageOps.crop(src, fc.cropBox as [number, number, number, number], fc.resizedSize));
           }
         } else {
           const positions = plan.framePositions ?? plan.frameIndices;

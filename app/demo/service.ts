@@ -25,6 +25,7 @@ import type { EngineState, EventName, EventPayload } from '../contract';
 import { buildStoryboard, renderTrajectoryHtml, trajectoryMediaIds } from '../export';
 import { APP_VERSION } from '../version';
 import { hashModelFolder } from '../sweeps/plan';
+import { createDemoPairs } from './pairs';
 
 type ParsedRunReq = ReturnType<typeof DemoRunReqSchema.parse>;
 /** A run request once a served engine is resolved to the OpenAI-compatible server it is. */
@@ -45,6 +46,8 @@ interface LiveRun {
   pause: Pause | null;
   branches: Array<DemoBranch & { trajectory?: Trajectory }>;
   done: Promise<void>;
+  /** Called when a turn starts (its generate has just been asked for) and when the run ends; see DemoRunOptions. */
+  onTurnStart?: () => void;
 }
 
 /** Natural order for frame files: frame2 before frame10. */
@@ -107,6 +110,19 @@ export interface DemoServiceDeps {
 
 export type DemoService = ReturnType<typeof createDemoService>;
 
+/** How a run starts when another service (the pair) starts it. */
+export interface DemoRunOptions {
+  /** Merged into the manifest's `extra` (a pair's link: `pair: { id, side, other }`). */
+  extra?: Record<string, unknown>;
+  /** Do not run: the run ends at once with this error (kept, so its column and the saved pair show why). */
+  refusal?: string;
+  /**
+   * Called as each turn starts, in the same tick as that turn's `generate` call (so a local engine's queue already
+   * holds it), and once more when the run ends.
+   */
+  onTurnStart?: () => void;
+}
+
 export function createDemoService(d: DemoServiceDeps) {
   const { media, runs, scratch, imageOps, animator, models } = d;
   const live = new Map<string, LiveRun>();
@@ -142,7 +158,7 @@ export function createDemoService(d: DemoServiceDeps) {
   }
 
   /** Builds the engine for a run; `owned` engines are disposed when the run ends. */
-  async function makeEngine(spec: RunReq['engine'], settings: RunReq['settings']): Promise<{ engine: Engine; owned: boolean; label: string; replay: boolean; modelId: string; modelPath?: string }> {
+  async function makeEngine(spec: RunReq['engine'], settings: RunReq['settings']): Promise<{ engine: Engine; owned: boolean; release?: () => Promise<void>; label: string; replay: boolean; modelId: string; modelPath?: string }> {
     if (spec.kind === 'replay') {
       const t = await recordedTrajectory(spec.runId, spec.qid);
       const engine = new ScriptedEngine(
@@ -156,8 +172,16 @@ export function createDemoService(d: DemoServiceDeps) {
       const engine = new OpenAIEngine({ baseURL: spec.baseURL, model: spec.model, ...(spec.apiKey ? { apiKey: spec.apiKey } : {}), timeoutMs: timeout, idleTimeoutMs: timeout, maxRetries: 1, retryBaseMs: 200 });
       return { engine, owned: true, label: `${spec.model} @ ${spec.baseURL}`, replay: false, modelId: spec.model };
     }
-    const { engine, entry, info } = await models.engineFor(spec.modelId, spec.device ?? 'cpu', spec.dtype);
-    return { engine, owned: false, label: `${entry.name} (local, ${info.device ?? 'cpu'})`, replay: false, modelId: spec.modelId, modelPath: entry.path };
+    // Held for this run (released when it ends), so a Demo pair's other model becoming the kept one cannot end this
+    // one's process mid-run; the same folder twice is one process, whose turns the manager queues in order.
+    const held = await models.hold(spec.modelId, spec.device ?? 'cpu', spec.dtype);
+    try {
+      const { info } = await models.engineFor(spec.modelId, spec.device ?? 'cpu', spec.dtype);
+      return { engine: held.engine, owned: false, release: held.release, label: `${held.entry.name} (local, ${info.device ?? 'cpu'})`, replay: false, modelId: spec.modelId, modelPath: held.entry.path };
+    } catch (err) {
+      await held.release();
+      throw err;
+    }
   }
 
   function proposalOf(h: StepHookContext, lists: { initial: MediaRef[]; originals: MediaRef[]; prior: MediaRef[] }): DemoProposal {
@@ -241,6 +265,7 @@ export function createDemoService(d: DemoServiceDeps) {
               break;
             case 'turn-start':
               emit({ runId: run.id, branch: branch.id, type: 'turn-start', turnIndex: ev.turnIndex, at: Date.now() });
+              run.onTurnStart?.();
               break;
             case 'token':
               if (ev.turnIndex !== tokenTurn) flush();
@@ -285,6 +310,7 @@ export function createDemoService(d: DemoServiceDeps) {
     } finally {
       flush();
       if (made.owned) await made.engine.dispose().catch(() => undefined);
+      await made.release?.().catch(() => undefined);
     }
     if (trajectory.error && trajectory.stopReason !== 'cancelled') {
       emit({ runId: run.id, branch: branch.id, type: 'error', message: trajectory.error });
@@ -352,7 +378,10 @@ export function createDemoService(d: DemoServiceDeps) {
         ...(req.settings.maxCalls ? { maxTurns: req.settings.maxCalls + 1 } : {}),
         onStep: (ev) => {
           if (ev.type === 'episode-start') send({ runId: run.id, branch: branch.id, type: 'start', media: ev.media, originals: ev.media, isVideo: false, system: '', userText: ev.userText, engineLabel: made.label, replay: made.replay });
-          else if (ev.type === 'turn-start') send({ runId: run.id, branch: branch.id, type: 'turn-start', turnIndex: ev.turnIndex, at: Date.now() });
+          else if (ev.type === 'turn-start') {
+            send({ runId: run.id, branch: branch.id, type: 'turn-start', turnIndex: ev.turnIndex, at: Date.now() });
+            run.onTurnStart?.();
+          }
           else if (ev.type === 'token') send({ runId: run.id, branch: branch.id, type: 'tokens', turnIndex: ev.turnIndex, delta: ev.delta });
           else if (ev.type === 'code-executed') send({ runId: run.id, branch: branch.id, type: 'call', turnIndex: ev.turnIndex, call: ev.call, observation: ev.observation });
           else if (ev.type === 'turn-end') send({ runId: run.id, branch: branch.id, type: 'turn', turn: ev.turn });
@@ -383,6 +412,7 @@ export function createDemoService(d: DemoServiceDeps) {
       return { trajectory: { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: false, question: req.question, turns: [], stopReason: 'error', error: message }, edits, engineLabel: made.label, replay: made.replay, modelId: made.modelId };
     } finally {
       if (made.owned) await made.engine.dispose().catch(() => undefined);
+      await made.release?.().catch(() => undefined);
     }
   }
 
@@ -447,6 +477,16 @@ export function createDemoService(d: DemoServiceDeps) {
     }
   }
   const emit0 = (ev: DemoEvent) => d.emit('demo:event', ev);
+
+  /** A run that must not go ahead (a pair's side that repeats the other): its column shows why; the question is kept. */
+  async function refuse(run: LiveRun, req: RunReq, handle: RunHandle, message: string): Promise<void> {
+    const b: DemoBranch = { id: 'b0', label: 'Original' };
+    const trajectory: Trajectory = { dialect: req.dialect, prompt: req.prompt, media: req.media, originals: req.media, isVideo: req.isVideo, question: req.question, turns: [], stopReason: 'error', error: message };
+    run.branches.push({ ...b, trajectory });
+    emit0({ runId: run.id, branch: b.id, type: 'error', message });
+    await save(handle, req, b, trajectory, new Map());
+    emit0({ runId: run.id, branch: b.id, type: 'done', trajectory, branches: [b] });
+  }
   const hashes = new Map<string, ReturnType<typeof hashModelFolder>>();
   /** Hashed once per folder per core: a talk's tenth question does not re-read the weights. */
   const modelHash = (dir: string) => {
@@ -465,6 +505,26 @@ export function createDemoService(d: DemoServiceDeps) {
       out.push({ id: r.qid, label: typeof ex['label'] === 'string' ? ex['label'] : r.qid, ...(forkTurn !== undefined ? { forkTurn } : {}), trajectory: r.trajectory });
     }
     return out;
+  }
+
+  /** A trajectory as one self-contained HTML page (every image inlined). */
+  async function trajectoryPage(runId: string, branchLabel: string, t: Trajectory): Promise<string> {
+    const dataUrls = new Map<string, string>();
+    for (const id of trajectoryMediaIds(t)) {
+      const bytes = await media.read(id).catch(() => null);
+      if (!bytes) continue;
+      const ext = path.extname(id).slice(1);
+      // Derived images are lossless PNGs (MBs each for a 2K photo); inline large ones as JPEG q90 so
+      // the page stays mailable (11 MB → 0.85 MB on the bench trajectory, tests/bench/demo-export.bench.ts). The workspace keeps the originals.
+      if (ext === 'png' && bytes.length > 300_000) {
+        const jpeg = await d.toJpeg(bytes, 90);
+        dataUrls.set(id, `data:image/jpeg;base64,${Buffer.from(jpeg).toString('base64')}`);
+        continue;
+      }
+      const mime = ext === 'jpg' || ext === 'jpeg' ? 'image/jpeg' : `image/${ext}`;
+      dataUrls.set(id, `data:${mime};base64,${bytes.toString('base64')}`);
+    }
+    return renderTrajectoryHtml(t, { dataUrls, source: `run ${runId}, branch ${branchLabel}; large images inlined as JPEG q90` });
   }
 
   async function importPaths(paths: string[]): Promise<{ media: MediaRef[]; isVideo: boolean }> {
@@ -494,7 +554,7 @@ export function createDemoService(d: DemoServiceDeps) {
     return { media: out, isVideo };
   }
 
-  return {
+  const api = {
     dispose,
     importMedia: async ({ paths }: { paths: string[] }) => importPaths(paths),
 
@@ -537,7 +597,7 @@ export function createDemoService(d: DemoServiceDeps) {
       return out;
     },
 
-    run: async (input: DemoRunReq): Promise<{ runId: string }> => {
+    run: async (input: DemoRunReq, opts: DemoRunOptions = {}): Promise<{ runId: string }> => {
       const parsed = DemoRunReqSchema.parse(input);
       let engine: RunReq['engine'];
       if (parsed.engine.kind === 'served') {
@@ -559,17 +619,18 @@ export function createDemoService(d: DemoServiceDeps) {
         ...(req.settings.maxPixels ? { maxPixels: req.settings.maxPixels } : {}),
         decoding: { temperature: req.settings.temperature },
         limits: { ...(req.settings.maxCalls ? { maxCalls: req.settings.maxCalls } : {}), ...(req.settings.maxImages ? { maxImages: req.settings.maxImages } : {}), ...(req.settings.tokenBudget ? { tokenBudget: req.settings.tokenBudget } : {}) },
-        extra: { stepMode: req.stepMode, appVersion: APP_VERSION, question: req.question },
+        extra: { stepMode: req.stepMode, appVersion: APP_VERSION, question: req.question, ...opts.extra },
       });
-      const run: LiveRun = { id: handle.id, controller: new AbortController(), stepping: req.stepMode, pause: null, branches: [], done: Promise.resolve() };
+      const run: LiveRun = { id: handle.id, controller: new AbortController(), stepping: req.stepMode, pause: null, branches: [], done: Promise.resolve(), ...(opts.onTurnStart ? { onTurnStart: opts.onTurnStart } : {}) };
       live.set(run.id, run);
-      run.done = execute(run, req, handle)
+      run.done = (opts.refusal !== undefined ? refuse(run, req, handle, opts.refusal) : execute(run, req, handle))
         .catch((err: unknown) => {
           d.emit('demo:event', { runId: run.id, branch: 'b0', type: 'error', message: `the run failed: ${errorText(err)}` });
         })
         .finally(async () => {
           await handle.close().catch(() => undefined);
           live.delete(run.id);
+          run.onTurnStart?.();
         });
       return { runId: run.id };
     },
@@ -654,22 +715,7 @@ export function createDemoService(d: DemoServiceDeps) {
       await fsp.mkdir(dir, { recursive: true });
       const file = containedPath(dir, `${safeFileName(`${runId}-${b.id}`)}.${format}`); // a sample id may hold ../
       if (format === 'html') {
-        const dataUrls = new Map<string, string>();
-        for (const id of trajectoryMediaIds(t)) {
-          const bytes = await media.read(id).catch(() => null);
-          if (!bytes) continue;
-          const ext = path.extname(id).slice(1);
-          // Derived images are lossless PNGs (MBs each for a 2K photo); inline large ones as JPEG q90 so
-          // the page stays mailable (11 MB → 0.85 MB on the bench trajectory, tests/bench/demo-export.bench.ts). The workspace keeps the originals.
-          if (ext === 'png' && bytes.length > 300_000) {
-            const jpeg = await d.toJpeg(bytes, 90);
-            dataUrls.set(id, `data:image/jpeg;base64,${Buffer.from(jpeg).toString('base64')}`);
-            continue;
-          }
-          const mime = ext === 'jpg' || ext === 'jpeg' ? 'image/jpeg' : `image/${ext}`;
-          dataUrls.set(id, `data:${mime};base64,${bytes.toString('base64')}`);
-        }
-        const html = renderTrajectoryHtml(t, { dataUrls, source: `run ${runId}, branch ${b.label}; large images inlined as JPEG q90` });
+        const html = await trajectoryPage(runId, b.label, t);
         await fsp.writeFile(file, html);
         return { format, path: file, name: path.basename(file), bytes: Buffer.byteLength(html) };
       }
@@ -679,6 +725,6 @@ export function createDemoService(d: DemoServiceDeps) {
       const put = await media.put(out.bytes, format);
       return { format, path: file, name: path.basename(file), bytes: out.bytes.length, frames: out.frames, mediaId: put.id };
     },
-
   };
+  return { ...api, ...createDemoPairs({ workspace: d.workspace, media, runs, scratch, run: api.run, save: api.save, get: api.get, trajectoryPage }) };
 }

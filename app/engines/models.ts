@@ -135,6 +135,18 @@ export class ModelService {
     return { engine: l.handle.engine, entry: await this.find(id), info: l.info };
   }
 
+  /**
+   * Hold `id` for one run: the same process as the kept model when it is that folder (the manager shares it), and it
+   * stays up until `release()` even if the kept model changes meanwhile. A Demo pair runs two models at once; without
+   * this, loading B as the kept model would end A's process mid-run.
+   */
+  async hold(id: string, device: EngineDevice = 'cpu', dtype?: EngineDtype): Promise<{ engine: Engine; entry: ModelEntry; release(): Promise<void> }> {
+    const entry = await this.find(id);
+    const threads = (await this.o.threads?.()) || undefined;
+    const handle = await this.o.engines.acquire({ modelDir: entry.path, device, ...(dtype ? { dtype } : {}), ...(threads ? { threads } : {}), label: entry.name });
+    return { engine: handle.engine, entry, release: () => handle.release() };
+  }
+
   isLoaded(): boolean {
     return this.loaded !== null;
   }

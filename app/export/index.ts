@@ -10,3 +10,4 @@ export type AnimationFormat = 'webp' | 'gif';
 export interface AnimationRenderer {
   render(frames: StoryFrame[], format: AnimationFormat, opts?: { width?: number }): Promise<{ bytes: Uint8Array; frames: number; width: number; height: number }>;
 }
+export * from './pairHtml';

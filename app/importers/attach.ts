@@ -221,9 +221,7 @@ export async function attachFiles(s: SampleRecord, files: string[], imageOps: Im
     c.cropBox = plan.cropBox;
     // A call the source reported as failed produced nothing there either.
     if (c.error !== undefined) continue;
-    const cropped = await imageOps.crop(src, plan.cropBox as [number, number, number, number]);
-    const [w, h] = plan.resizedSize;
-    const out = cropped.width === w && cropped.height === h ? cropped : await imageOps.resize(cropped, w, h);
+    const out = await imageOps.crop(src, plan.cropBox as [number, number, number, number], plan.resizedSize);
     c.produced = [out];
     prior.push(out);
   }

@@ -11,8 +11,11 @@ export interface ImageOps {
   importBytes(bytes: Uint8Array): Promise<MediaRef>;
   /** Resize to exactly width × height (bicubic, as PIL's default), store, return the new media. */
   resize(src: MediaRef, width: number, height: number): Promise<MediaRef>;
-  /** Crop the integer box [left, top, right, bottom) and store it. */
-  crop(src: MediaRef, box: [number, number, number, number]): Promise<MediaRef>;
+  /**
+   * Crop the integer box [left, top, right, bottom) and store it; with `size` [width, height], resize
+   * the crop to it (as `resize` would) and store only that: the crop itself is never encoded or written.
+   */
+  crop(src: MediaRef, box: [number, number, number, number], size?: [number, number]): Promise<MediaRef>;
   /** Absolute path of a stored media file. */
   pathOf(ref: MediaRef): string;
 }

@@ -12,6 +12,7 @@
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor, cat, env } from '@huggingface/transformers';
 import onnxruntime from 'onnxruntime-node';
 import type { EngineDevice, EngineDtype, EngineDtypeSpec, EngineImage, EngineInfo, GenerateResult } from '../../app/engines/types';
@@ -93,6 +94,8 @@ interface KvState {
 export interface RuntimeHooks {
   onToken?: (delta: string) => void;
   isCancelled?: () => boolean;
+  /** Each step's next-token logits, before sampling (a view into a buffer the next step overwrites: copy to keep). */
+  onLogits?: (row: Float32Array) => void;
 }
 
 const i64 = (xs: ArrayLike<number | bigint>, dims: number[]) =>
@@ -105,6 +108,9 @@ interface OrtSession {
   outputNames: readonly string[];
   run(feeds: Record<string, unknown>, fetches: Record<string, unknown>): Promise<Record<string, unknown>>;
 }
+/** A KV buffer: float32, or float16 as 16-bit words (onnxruntime's Float16Array or Uint16Array). */
+type KvArray = Float32Array | Uint16Array;
+type KvArrayCtor = new (n: number) => KvArray;
 /** An all-ones int64 [1, n] attention mask. */
 const ones = (n: number) => new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
 
@@ -122,7 +128,7 @@ export class QwenVLRuntime {
   private readonly images = new Map<string, PreparedImage>();
   /** Decode steps on reused output buffers (see decodeStep); 'off' after an export it cannot handle. */
   private kvReuse: 'on' | 'off' = 'on';
-  private readonly arena = { kv: new Map<string, [Float32Array, Float32Array]>(), logits: new Float32Array(0), mask: new BigInt64Array(0) };
+  private readonly arena = { kv: new Map<string, [KvArray, KvArray]>(), logits: new Float32Array(0), mask: new BigInt64Array(0) };
   private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(
@@ -196,11 +202,18 @@ export class QwenVLRuntime {
     } catch (e) {
       throw new EngineError('load', `${dir}: could not load the processor/tokenizer: ${(e as Error).message}`, { cause: e });
     }
+    // LOUPE_ORT_PROFILE=PREFIX: onnxruntime's profiler on for every session (a JSON trace per session, named
+    // PREFIX_<date>.json, written when the session ends; models/ort_profile_summary.py sums them). A diagnostic switch.
+    const profile = process.env.LOUPE_ORT_PROFILE;
+    const sessionOptions = {
+      ...(threads ? { intraOpNumThreads: threads } : {}),
+      ...(profile ? { enableProfiling: true, profileFilePrefix: profile } : {}),
+    };
     const tryLoad = async (device: EngineDevice): Promise<QwenModel> => {
       const m = (await AutoModelForImageTextToText.from_pretrained(dir, {
         device,
         dtype: dtype as never,
-        ...(threads ? { session_options: { intraOpNumThreads: threads } } : {}),
+        ...(Object.keys(sessionOptions).length ? { session_options: sessionOptions } : {}),
       })) as unknown as QwenModel;
       // a one-token smoke run: a provider that loads but cannot execute fails here, not mid-answer
       await m.encode_text({ input_ids: i64([0], [1, 1]) });
@@ -390,6 +403,7 @@ export class QwenVLRuntime {
       const logits = out.logits!;
       const [, S, V] = logits.dims as [number, number, number];
       if (req.maxTokens <= 0) break;
+      hooks.onLogits?.((logits.data as Float32Array).subarray((S - 1) * V, S * V));
       const tok = sampleToken(logits.data as Float32Array, (S - 1) * V, V, req, rand);
       generated.push(tok);
       past = presentToPast(out);
@@ -478,25 +492,31 @@ export class QwenVLRuntime {
       if (name === 'logits') continue;
       const pastName = name.replace('present', 'past_key_values');
       const prev = past[pastName];
-      if (!prev || prev.type !== 'float32' || prev.dims.length !== 4) {
+      // float32 only. fp16 exports (the CUDA path) decode faster through model.forward: with these bound host buffers
+      // the random 7B ran at 39.6 tok/s against 57.1 through forward on an H200, and the 0.5B at 75.8/67.2 against
+      // 80.9/77.1 (models/reports/GPU-7B.md). onnxruntime-node cannot keep CUDA outputs on the device, so binding host
+      // buffers only adds work there.
+      const type = prev?.type;
+      if (!prev || type !== 'float32' || prev.dims.length !== 4) {
         this.kvReuse = 'off';
         return null;
       }
       feeds[pastName] = ort(prev);
       const [b, h, t, d] = prev.dims as [number, number, number, number];
       const size = b * h * (t + 1) * d;
+      const Ctor = (prev.data as KvArray).constructor as KvArrayCtor;
       let pair = a.kv.get(name);
-      if (!pair || pair[0].length < size) {
+      if (!pair || pair[0].length < size || pair[0].constructor !== Ctor) {
         // room for twice this context, so the next steps (and turns) reuse it
-        pair = [new Float32Array(size * 2), new Float32Array(size * 2)];
+        pair = [new Ctor(size * 2), new Ctor(size * 2)];
         a.kv.set(name, pair);
       }
-      const target = (prev.data as Float32Array).buffer === pair[0].buffer ? pair[1] : pair[0];
+      const target = (prev.data as KvArray).buffer === pair[0].buffer ? pair[1] : pair[0];
       const view = target.subarray(0, size);
       // onnxruntime-node writes into a given output only if it is its own Tensor class (transformers.js' tensors wrap
       // another copy of onnxruntime-common's)
-      fetches[name] = new onnxruntime.Tensor('float32', view, [b, h, t + 1, d]);
-      bound[name] = new Tensor('float32', view, [b, h, t + 1, d]);
+      fetches[name] = new onnxruntime.Tensor(type, view as never, [b, h, t + 1, d]);
+      bound[name] = new Tensor(type, view as never, [b, h, t + 1, d]);
     }
     const V = this.model.config.text_config?.vocab_size ?? (this.model.config as { vocab_size?: number }).vocab_size;
     if (V) {
@@ -515,10 +535,18 @@ export class QwenVLRuntime {
       return null;
     }
     const out: Record<string, AnyTensor> = {};
+    const spare: ArrayBuffer[] = [];
     for (const [k, v] of Object.entries(res)) {
       const r = v as { type: string; data: Float32Array; dims: number[] };
-      out[k] = bound[k] ?? new Tensor(r.type as 'float32', r.data, r.dims);
+      const mine = bound[k];
+      out[k] = mine ?? new Tensor(r.type as 'float32', r.data, r.dims);
+      // onnxruntime-node returns every output as a fresh copy, also those it wrote into the bound buffers: a step
+      // allocates the whole present KV again (3 MB at 600 tokens of loupe-tiny). Unused, those copies are freed now
+      // (see freeNow) rather than left to push V8 into a full GC every ~20 steps.
+      const b = r.data?.buffer;
+      if (mine && b instanceof ArrayBuffer && b !== (mine.data as Float32Array).buffer && r.data.byteOffset === 0 && r.data.byteLength === b.byteLength) spare.push(b);
     }
+    freeNow(spare);
     return out;
   }
 
@@ -588,6 +616,30 @@ export async function qwenPatches(ip: ImageProc, image: RawImage): Promise<{ pix
           }
         }
   return { pixel_values: new Tensor('float32', out, [gh * gw, row]), image_grid_thw: i64([1, gh, gw], [1, 3]) };
+}
+
+/** A port whose peer is closed: a message posted to it is dropped at once, with the buffers it transfers. */
+let sink: MessagePort | null = null;
+
+/**
+ * Frees ArrayBuffers nothing else references, now: transferring them detaches them (their memory goes with the
+ * dropped message), so V8's external-memory count falls at once instead of at the next GC. Large buffers that become
+ * garbage at a high rate (the decoder's per-step output copies) otherwise make V8 run a full mark-compact every time
+ * about 64 MB of them has accumulated, whatever the JS heap's size.
+ */
+export function freeNow(buffers: ArrayBuffer[]): void {
+  if (buffers.length === 0) return;
+  if (!sink) {
+    const ch = new MessageChannel();
+    ch.port2.close();
+    sink = ch.port1;
+    sink.unref();
+  }
+  try {
+    sink.postMessage(null, buffers);
+  } catch {
+    // a buffer that cannot be transferred (an external one, say): left to the GC, as before
+  }
 }
 
 function presentToPast(out: Record<string, AnyTensor>): Record<string, AnyTensor> {

@@ -12,5 +12,5 @@ serveWorker({
   importFile: (a: { path: string }) => ops.importFile(a.path),
   importBytes: (a: { bytes: Uint8Array }) => ops.importBytes(a.bytes),
   resize: (a: { src: MediaRef; width: number; height: number }) => ops.resize(a.src, a.width, a.height),
-  crop: (a: { src: MediaRef; box: [number, number, number, number] }) => ops.crop(a.src, a.box),
+  crop: (a: { src: MediaRef; box: [number, number, number, number]; size?: [number, number] }) => ops.crop(a.src, a.box, a.size),
 });

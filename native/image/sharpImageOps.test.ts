@@ -8,7 +8,9 @@ import { createDeflate } from 'node:zlib';
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MediaStore } from '../../app/workspace/mediaStore';
-import { ImageError, SharpImageOps } from './sharpImageOps';
+import { ImageError, SharpImageOps, pngLevelFor } from './sharpImageOps';
+import { pilResizeBicubicRGB } from './pilResample';
+import { noise } from '../../tests/support/noise';
 import { findPillowPython } from './pillow';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -212,6 +214,49 @@ describe('SharpImageOps crop and resize', () => {
     // A fresh instance (no cache) decodes from disk and produces the same bytes.
     const cold = new SharpImageOps(new MediaStore(path.join(tmp, 'media')), { cacheBytes: 0 });
     expect((await cold.resize(ref, 1316, 560)).id).toBe(r.id);
+  });
+
+  it('crop with a size stores only the resized crop, with the bytes crop-then-resize gives', async () => {
+    const ref = await ops.importFile(GLASS);
+    const box: [number, number, number, number] = [1001, 203, 1333, 517];
+    const fused = await ops.crop(ref, box, [504, 476]);
+    expect([fused.width, fused.height, fused.mime]).toEqual([504, 476, 'image/png']);
+    // Only the original and the resized crop are in the store: the crop itself was never written.
+    expect((await fsp.readdir(path.join(tmp, 'media'))).sort()).toEqual([ref.id, fused.id].sort());
+    // Independent expectation: the crop's rows copied out of the decoded original, resized Pillow-exactly.
+    const src = await rawOf(GLASS);
+    const crop = Buffer.alloc(332 * 314 * 3);
+    for (let y = 0; y < 314; y++) src.data.copy(crop, y * 332 * 3, ((203 + y) * src.width + 1001) * 3, ((203 + y) * src.width + 1333) * 3);
+    const want = pilResizeBicubicRGB(crop, 332, 314, 504, 476);
+    expect(Buffer.compare((await rawOf(ops.pathOf(fused))).data, Buffer.from(want))).toBe(0);
+    // The two-step path gives the same media id; a size equal to the box is a plain crop.
+    const twoStep = await ops.resize(await ops.crop(ref, box), 504, 476);
+    expect(twoStep.id).toBe(fused.id);
+    expect((await ops.crop(ref, box, [332, 314])).id).toBe((await ops.crop(ref, box)).id);
+    await expect(ops.crop(ref, box, [0, 10])).rejects.toThrow(new RegExp(`crop of ${ref.id}: target size must be positive integers`));
+  });
+
+  it('stores noisy pixels as a stored (level 0) PNG and smooth ones deflated, both lossless and deterministic', async () => {
+    const w = 1200;
+    const h = 700;
+    const noisy = Buffer.from(noise(w, h, 7));
+    const smooth = Buffer.alloc(w * h * 3);
+    for (let i = 0; i < smooth.length; i += 3) smooth[i] = (i / 3) % w & 255;
+    expect(await pngLevelFor(noisy, w, h)).toBe(0);
+    expect(await pngLevelFor(smooth, w, h)).toBe(1);
+    const other = new SharpImageOps(new MediaStore(path.join(tmp, 'media2')));
+    const stored: Record<string, number> = {};
+    for (const [name, px] of [['noisy', noisy], ['smooth', smooth]] as const) {
+      const png = await sharp(px, { raw: { width: w, height: h, channels: 3 } }).png().toBuffer();
+      const a = await ops.importBytes(png);
+      // A crop one row short is a derived image, encoded by the store; another instance encodes the same bytes.
+      const d = await ops.crop(a, [0, 0, w, h - 1]);
+      expect((await other.crop(await other.importBytes(png), [0, 0, w, h - 1])).id).toBe(d.id);
+      expect(Buffer.compare((await rawOf(ops.pathOf(d))).data, px.subarray(0, w * (h - 1) * 3))).toBe(0);
+      stored[name] = (await fsp.stat(ops.pathOf(d))).size;
+    }
+    expect(stored['noisy']).toBeGreaterThan(w * (h - 1) * 3);
+    expect(stored['smooth']).toBeLessThan((w * (h - 1) * 3) / 10);
   });
 
   const py = findPillowPython();

@@ -22,6 +22,8 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import sharp, { type Metadata, type Sharp } from 'sharp';
 import type { MediaRef } from '../../app/contract/trajectory';
 import type { ImageOps } from '../../app/tools/imageOps';
@@ -68,10 +70,45 @@ export interface SharpImageOpsOptions {
   limits?: Partial<ImageLimits>;
   /** Bytes of decoded pixels kept in memory, so a crop of a just-made image skips re-decoding. */
   cacheBytes?: number;
-  /** PNG zlib level for derived images (0–9). Low is much faster and still lossless. */
-  pngCompressionLevel?: number;
+  /**
+   * PNG zlib level for derived images (0–9), or 'auto' (default): level 1 where deflate pays, else
+   * 0 (stored), decided from a sample of the rows (`pngLevelFor`). Every level is lossless.
+   */
+  pngCompressionLevel?: number | 'auto';
   /** 'pillow' (default): byte-identical to PIL BICUBIC; 'libvips': sharp's cubic, faster, not identical. */
   resampler?: 'pillow' | 'libvips';
+}
+
+const deflate = promisify(zlib.deflate);
+
+/** Images smaller than this always get level 1 (deflating them costs little either way). */
+const PNG_SAMPLE_MIN_BYTES = 1 << 20;
+/** Sampled bands of rows, and about how many bytes each. */
+const PNG_SAMPLE_BANDS = 4;
+const PNG_SAMPLE_BAND_BYTES = 32 << 10;
+/** Deflate must shrink the sample below this fraction for level 1 to be used. */
+const PNG_DEFLATE_PAYS = 0.9;
+
+/**
+ * The zlib level for a derived PNG: 1 where deflate shrinks a sample of the rows (bands spread over
+ * the image, unfiltered as the encoder writes them) below PNG_DEFLATE_PAYS, else 0 (stored).
+ * Photos with sensor noise barely compress (the 3332×1876 resize of the bench's 4K JPEG: level 1 gave
+ * 19.2 MB for 18.8 MB of pixels at ~11× the CPU of level 0), while screenshots, charts and
+ * renders shrink 10-50×. The choice depends only on the pixels, so the same pixels always give
+ * the same bytes (and media id).
+ */
+export async function pngLevelFor(data: Uint8Array, width: number, height: number): Promise<0 | 1> {
+  if (data.length < PNG_SAMPLE_MIN_BYTES) return 1;
+  const stride = width * 3;
+  const rows = Math.max(1, Math.min(height, Math.ceil(PNG_SAMPLE_BAND_BYTES / stride)));
+  const bands = Math.min(PNG_SAMPLE_BANDS, Math.floor(height / rows));
+  const sample = Buffer.allocUnsafe(bands * rows * stride);
+  for (let i = 0; i < bands; i++) {
+    const y = Math.floor((i * (height - rows)) / Math.max(1, bands - 1));
+    sample.set(data.subarray(y * stride, (y + rows) * stride), i * rows * stride);
+  }
+  const z = await deflate(sample, { level: 1 });
+  return z.length < sample.length * PNG_DEFLATE_PAYS ? 1 : 0;
 }
 
 function mp(w: number, h: number): string {
@@ -81,7 +118,7 @@ function mp(w: number, h: number): string {
 export class SharpImageOps implements ImageOps {
   readonly limits: ImageLimits;
   private readonly cacheBytes: number;
-  private readonly pngLevel: number;
+  private readonly pngLevel: number | 'auto';
   readonly resampler: 'pillow' | 'libvips';
   private readonly cache = new Map<string, Decoded>();
   private cached = 0;
@@ -92,7 +129,7 @@ export class SharpImageOps implements ImageOps {
   ) {
     this.limits = { ...DEFAULT_IMAGE_LIMITS, ...opts.limits };
     this.cacheBytes = opts.cacheBytes ?? 256 * 1024 * 1024;
-    this.pngLevel = opts.pngCompressionLevel ?? 1;
+    this.pngLevel = opts.pngCompressionLevel ?? 'auto';
     this.resampler = opts.resampler ?? 'pillow';
   }
 
@@ -183,8 +220,9 @@ export class SharpImageOps implements ImageOps {
   }
 
   private async storeDecoded(d: Decoded): Promise<MediaRef> {
+    const level = this.pngLevel === 'auto' ? await pngLevelFor(d.data, d.width, d.height) : this.pngLevel;
     const png = await sharp(d.data, { raw: { width: d.width, height: d.height, channels: 3 } })
-      .png({ compressionLevel: this.pngLevel, adaptiveFiltering: false })
+      .png({ compressionLevel: level, adaptiveFiltering: false })
       .toBuffer();
     const put = await this.media.put(png, 'png');
     this.remember(put.id, d);
@@ -225,28 +263,38 @@ export class SharpImageOps implements ImageOps {
   }
 
   async resize(src: MediaRef, width: number, height: number): Promise<MediaRef> {
-    if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
-      throw new ImageError('bad-size', `resize of ${src.id}: target size must be positive integers, got ${width}×${height}`);
-    }
-    if (width * height > this.limits.maxPixels || Math.max(width, height) > this.limits.maxSide) {
-      throw new ImageError('too-large', `resize of ${src.id}: ${width}×${height} is over the image limit`);
-    }
+    this.checkSize(`resize of ${src.id}`, width, height);
     const d = await this.decode(src);
     if (d.width === width && d.height === height) return { id: src.id, width, height, mime: src.mime ?? 'image/png' };
+    return this.storeDecoded(await this.resizePixels(d, width, height));
+  }
+
+  private checkSize(what: string, width: number, height: number): void {
+    if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
+      throw new ImageError('bad-size', `${what}: target size must be positive integers, got ${width}×${height}`);
+    }
+    if (width * height > this.limits.maxPixels || Math.max(width, height) > this.limits.maxSide) {
+      throw new ImageError('too-large', `${what}: ${width}×${height} is over the image limit`);
+    }
+  }
+
+  /** The pixels of `d` resized to width × height with the configured resampler (nothing stored). */
+  private async resizePixels(d: Decoded, width: number, height: number): Promise<Decoded> {
     if (this.resampler === 'pillow') {
       const out = await pilResizeBicubicRGBParallel(d.data, d.width, d.height, width, height);
-      return this.storeDecoded({ data: Buffer.from(out.buffer, out.byteOffset, out.byteLength), width, height });
+      return { data: Buffer.from(out.buffer, out.byteOffset, out.byteLength), width, height };
     }
     const { data, info } = await sharp(d.data, { raw: { width: d.width, height: d.height, channels: 3 } })
       .resize(width, height, { kernel: 'cubic', fit: 'fill' })
       .raw()
       .toBuffer({ resolveWithObject: true });
-    return this.storeDecoded({ data, width: info.width, height: info.height });
+    return { data, width: info.width, height: info.height };
   }
 
-  async crop(src: MediaRef, box: [number, number, number, number]): Promise<MediaRef> {
+  async crop(src: MediaRef, box: [number, number, number, number], size?: [number, number]): Promise<MediaRef> {
     const [l, t, r, b] = box;
     if (![l, t, r, b].every(Number.isInteger)) throw new ImageError('bad-box', `crop of ${src.id}: box must be integers, got [${box.join(', ')}]`);
+    if (size) this.checkSize(`crop of ${src.id}`, size[0], size[1]);
     const d = await this.decode(src);
     if (l < 0 || t < 0 || r > d.width || b > d.height || r <= l || b <= t) {
       throw new ImageError('bad-box', `crop of ${src.id}: box [${box.join(', ')}] is empty or outside the ${d.width}×${d.height} image`);
@@ -261,6 +309,9 @@ export class SharpImageOps implements ImageOps {
       const from = ((t + y) * d.width + l) * 3;
       d.data.copy(data, y * rowBytes, from, from + rowBytes);
     }
-    return this.storeDecoded({ data, width: cw, height: chh });
+    const cropped = { data, width: cw, height: chh };
+    // With a size, the crop is an intermediate: only its resize is encoded and stored.
+    if (size && (size[0] !== cw || size[1] !== chh)) return this.storeDecoded(await this.resizePixels(cropped, size[0], size[1]));
+    return this.storeDecoded(cropped);
   }
 }

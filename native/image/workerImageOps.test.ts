@@ -34,6 +34,10 @@ describe('WorkerImageOps', () => {
       const ca = await w.crop(ra, [10, 20, 300, 200]);
       expect(ca).toEqual(await inline.crop(rb, [10, 20, 300, 200]));
       expect(await fsp.stat(w.pathOf(ca))).toBeTruthy();
+      // Crop and zoom in one call crosses the worker boundary with its size.
+      const za = await w.crop(ra, [10, 20, 300, 200], [406, 252]);
+      expect([za.width, za.height]).toEqual([406, 252]);
+      expect(za).toEqual(await inline.crop(rb, [10, 20, 300, 200], [406, 252]));
       const err = await w.importFile(path.join(tmp, 'missing.jpg')).then(() => null, (e: unknown) => e);
       expect(err).toBeInstanceOf(ImageError);
       expect((err as ImageError).code).toBe('not-found');

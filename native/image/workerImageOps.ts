@@ -14,7 +14,7 @@ type Api = {
   importFile: (a: { path: string }) => Promise<MediaRef>;
   importBytes: (a: { bytes: Uint8Array }) => Promise<MediaRef>;
   resize: (a: { src: MediaRef; width: number; height: number }) => Promise<MediaRef>;
-  crop: (a: { src: MediaRef; box: [number, number, number, number] }) => Promise<MediaRef>;
+  crop: (a: { src: MediaRef; box: [number, number, number, number]; size?: [number, number] }) => Promise<MediaRef>;
 };
 
 export interface WorkerImageOpsOptions extends SharpImageOpsOptions {
@@ -62,8 +62,8 @@ export class WorkerImageOps implements ImageOps {
     return this.pool.call('resize', { src, width, height }, { key: src.id }).catch(rethrow);
   }
 
-  crop(src: MediaRef, box: [number, number, number, number]): Promise<MediaRef> {
-    return this.pool.call('crop', { src, box }, { key: src.id }).catch(rethrow);
+  crop(src: MediaRef, box: [number, number, number, number], size?: [number, number]): Promise<MediaRef> {
+    return this.pool.call('crop', { src, box, ...(size ? { size } : {}) }, { key: src.id }).catch(rethrow);
   }
 
   close(): Promise<void> {

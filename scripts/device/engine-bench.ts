@@ -5,7 +5,10 @@
  *
  *   node --import tsx scripts/device/engine-bench.ts MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8]
  *        [--new-tokens 128] [--runs 3] [--image FILE] [--text "Describe this image."] [--keep-eos]
- *        [--bandwidth-gbs GB/s] [--json OUT.json]
+ *        [--bandwidth-gbs GB/s] [--json OUT.json] [--no-kv-reuse] [--logits-out FILE.f32 [--logits-steps 32]]
+ *
+ * LOUPE_ORT_PROFILE=PREFIX turns on onnxruntime's profiler for every session (models/ort_profile_summary.py sums the
+ * JSON traces it writes as PREFIX_*.json).
  *
  * Runs under plain `node` from an esbuild bundle (for a machine without tsx):
  *   npx esbuild scripts/device/engine-bench.ts --bundle --platform=node --format=esm \
@@ -37,9 +40,14 @@ interface Args {
   keepEos: boolean;
   bandwidthGBs?: number;
   json?: string;
+  /** Decode through transformers.js' model.forward (the path before reused KV buffers), for before/after runs. */
+  noKvReuse: boolean;
+  /** Write the first `logitsSteps` steps' logits of the first timed run (float32 rows, little-endian) here. */
+  logitsOut?: string;
+  logitsSteps: number;
 }
 
-const USAGE = 'usage: engine-bench MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8] [--new-tokens N] [--runs N] [--image FILE] [--text T] [--keep-eos] [--bandwidth-gbs X] [--json OUT]';
+const USAGE = 'usage: engine-bench MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8] [--new-tokens N] [--runs N] [--image FILE] [--text T] [--keep-eos] [--bandwidth-gbs X] [--json OUT] [--no-kv-reuse] [--logits-out FILE.f32] [--logits-steps 32]';
 
 function readArgs(argv: string[]): Args {
   const parse = (args: string[]) =>
@@ -56,6 +64,9 @@ function readArgs(argv: string[]): Args {
         'keep-eos': { type: 'boolean', default: false },
         'bandwidth-gbs': { type: 'string' },
         json: { type: 'string' },
+        'no-kv-reuse': { type: 'boolean', default: false },
+        'logits-out': { type: 'string' },
+        'logits-steps': { type: 'string', default: '32' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -92,6 +103,9 @@ function readArgs(argv: string[]): Args {
     ...(v.image !== undefined ? { image: v.image } : {}),
     text: v.text,
     keepEos: v['keep-eos'],
+    noKvReuse: v['no-kv-reuse'],
+    ...(v['logits-out'] !== undefined ? { logitsOut: v['logits-out'] } : {}),
+    logitsSteps: posInt(v['logits-steps'], '--logits-steps'),
     ...(bandwidthGBs !== undefined ? { bandwidthGBs } : {}),
     ...(v.json !== undefined ? { json: v.json } : {}),
   };
@@ -133,6 +147,9 @@ async function main(): Promise<void> {
     // `eos` is the runtime's private stop-id set; clearing it is a bench-only reach-in.
     (rt as unknown as { eos: Set<number> }).eos.clear();
   }
+  // bench-only reach-ins into the runtime's private state, as for `eos` above
+  const internals = rt as unknown as { kvReuse: 'on' | 'off'; model: { sessions: Record<string, { endProfiling?: () => void }> } };
+  if (args.noKvReuse) internals.kvReuse = 'off';
   const req: GenerateRequest = {
     messages: [{ role: 'user', content: [{ type: 'image', image: { id: path.basename(image), width: 0, height: 0, path: image } }, { type: 'text', text: args.text }] }],
     maxTokens: args.newTokens,
@@ -144,7 +161,17 @@ async function main(): Promise<void> {
   const results: GenerateResult[] = [];
   try {
     await rt.generate({ ...req, maxTokens: Math.min(4, args.newTokens) }); // warm-up: session first-run costs, image cache
-    for (let i = 0; i < args.runs; i++) results.push(await rt.generate(req));
+    const rows: Float32Array[] = [];
+    const onLogits = (row: Float32Array) => void (rows.length < args.logitsSteps && rows.push(row.slice()));
+    for (let i = 0; i < args.runs; i++) results.push(await rt.generate(req, i === 0 && args.logitsOut ? { onLogits } : {}));
+    if (args.logitsOut) {
+      const buf = Buffer.alloc(rows.reduce((s, r) => s + r.byteLength, 0));
+      let o = 0;
+      for (const r of rows) for (const x of r) o = buf.writeFloatLE(x, o);
+      writeFileSync(args.logitsOut, buf);
+    }
+    // LOUPE_ORT_PROFILE (see qwenRuntime.ts): write each session's onnxruntime profile now, before disposal
+    if (process.env.LOUPE_ORT_PROFILE) for (const s of Object.values(internals.model.sessions)) s.endProfiling?.();
   } finally {
     await rt.dispose();
   }
@@ -177,6 +204,8 @@ async function main(): Promise<void> {
     bandwidth_gbs: args.bandwidthGBs ?? null,
     bound_tok_s: boundTokS ? r1(boundTokS) : null,
     fraction_of_bound: boundTokS ? Math.round((1000 * decTokS) / boundTokS) / 1000 : null,
+    // 'on': decode steps run the decoder session on reused KV buffers; 'off': transformers.js' model.forward
+    kv_reuse: internals.kvReuse,
     greedy_tokens: (first.tokens ?? []).slice(0, 32),
     greedy_tokens_equal_across_runs: results.every((r) => JSON.stringify(r.tokens) === JSON.stringify(first.tokens)),
   };

@@ -17,6 +17,7 @@
 # --sm LIST (e.g. 90, or 80,90): keep only the machine code for those GPU architectures in the provider's fat binary and
 # zero the rest (same file layout; the archive shrinks from ~169 MiB to ~48 MiB: two parts instead of four). The H100
 # and H200 are sm_90. The provider ships no PTX, so a GPU outside LIST cannot run it at all. See models/reports/CUDA-EP.md.
+# XZ_LEVEL=-1: compress fast (a busy machine takes minutes instead of half an hour; the archive grows by ~3 MiB).
 set -euo pipefail
 usage='usage: [CUDA_EP_CACHE=DIR] pack-cuda-ep.sh OUTDIR [--sm 90[,..]]'
 out=""; sm=""
@@ -156,9 +157,9 @@ fi
   echo "fatbin pruned to sm: ${sm:-no (all architectures kept)}"
 } > "$st/SOURCES.txt"
 
-echo "compressing (xz -9, one thread) ..." >&2
+echo "compressing (xz ${XZ_LEVEL:--9}, one thread) ..." >&2
 # fixed owner, order and times: the same inputs give the same bytes, so parts from two runs agree
-tar -C "$st" --owner=0 --group=0 --numeric-owner --sort=name --mtime=@0 -cf - onnxruntime-node onnxruntime-common SOURCES.txt | xz -9 -T1 > "$out/ort129.tar.xz"
+tar -C "$st" --owner=0 --group=0 --numeric-owner --sort=name --mtime=@0 -cf - onnxruntime-node onnxruntime-common SOURCES.txt | xz "${XZ_LEVEL:--9}" -T1 > "$out/ort129.tar.xz"
 rm -f "$out"/cuda-ep.part-*
 split -b "$PART_SIZE" -d -a 2 "$out/ort129.tar.xz" "$out/cuda-ep.part-"
 (cd "$out" && sha256sum cuda-ep.part-* ort129.tar.xz > SHA256SUMS)

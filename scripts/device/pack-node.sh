@@ -3,11 +3,27 @@
 # the GPU runs need, and only the native packages they load (sharp + libvips, onnxruntime-node's Linux x64 build),
 # packed as one .tar.xz. The GPU machine unpacks it and runs `node-pack/node node-pack/datagen.mjs …`; the `loupe`
 # CLI is node-pack/loupe.mjs (serve-model and eval for scripts/device/served-engine.ts).
-#   bash scripts/device/pack-node.sh OUT.tar.xz
+#   bash scripts/device/pack-node.sh OUT.tar.xz [--no-ort]
+# --no-ort leaves onnxruntime-node's native libraries out (about a quarter of the pack): for runs that put
+# onnxruntime-node 1.29 with its CUDA provider in place anyway (scripts/device/cuda-ep-assemble.sh).
+# XZ_LEVEL=-1: compress fast (default -9).
 set -euo pipefail
-out=$(realpath -m "${1:?usage: pack-node.sh OUT.tar.xz}")
+usage='usage: pack-node.sh OUT.tar.xz [--no-ort]'
+out=""; with_ort=1
+for a in "$@"; do
+  case "$a" in
+    --no-ort) with_ort=0 ;;
+    -*) echo "unknown option $a; $usage" >&2; exit 2 ;;
+    *) [ -z "$out" ] || { echo "$usage" >&2; exit 2; }; out=$a ;;
+  esac
+done
+[ -n "$out" ] || { echo "$usage" >&2; exit 2; }
+out=$(realpath -m "$out")
+# the output's folder may not exist yet (a first run into .device-carry/)
+mkdir -p "$(dirname "$out")"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+command -v xz >/dev/null || { echo "pack-node.sh: xz is needed" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 p="$tmp/node-pack"
@@ -41,6 +57,6 @@ ort="$p/node_modules/onnxruntime-node"
 mkdir -p "$ort/bin/napi-v6/linux"
 cp node_modules/onnxruntime-node/package.json "$ort/"
 cp -r node_modules/onnxruntime-node/dist "$ort/"
-cp -r node_modules/onnxruntime-node/bin/napi-v6/linux/x64 "$ort/bin/napi-v6/linux/"
-XZ_OPT=-9 tar -C "$tmp" -cJf "$out" node-pack
+[ "$with_ort" = 1 ] && cp -r node_modules/onnxruntime-node/bin/napi-v6/linux/x64 "$ort/bin/napi-v6/linux/"
+XZ_OPT=${XZ_LEVEL:--9} tar -C "$tmp" -cJf "$out" node-pack
 ls -la "$out"

@@ -76,6 +76,43 @@ export const DemoRunReqSchema = z
   .strict();
 export type DemoRunReq = z.input<typeof DemoRunReqSchema>;
 
+/** One side of a Demo pair: what differs between the two runs (a model, a prompt, a dialect, a checkpoint). */
+export const DemoPairSideSchema = z
+  .object({
+    engine: DemoEngineSpecSchema,
+    dialect: z.enum(['pixel-reasoner', 'verl-tool', 'deepeyes', 'pyvision', 'pyvision-rl']).default('pixel-reasoner'),
+    prompt: z.enum(['vcot', 'notool']).default('vcot'),
+  })
+  .strict();
+export type DemoPairSide = z.input<typeof DemoPairSideSchema>;
+
+/** Two configurations at once on the same input; every other field is shared (as in `demo:run`). */
+export const DemoRunPairReqSchema = z
+  .object({
+    media: z.array(MediaRefSchema).min(1),
+    isVideo: z.boolean().default(false),
+    question: z.string().min(1),
+    settings: DemoSettingsSchema.default({ temperature: 0 }),
+    /** Each side pauses before its own calls; `demo:continue` names the side's run id. */
+    stepMode: z.boolean().default(false),
+    a: DemoPairSideSchema,
+    b: DemoPairSideSchema,
+  })
+  .strict();
+export type DemoRunPairReq = z.input<typeof DemoRunPairReqSchema>;
+
+/** A Demo pair: its id (in both runs' manifests, `extra.pair`) and the two runs, A first. */
+export const DemoPairSchema = z.object({
+  pairId: z.string(),
+  a: z.string(),
+  b: z.string(),
+  /** Where the runs are now: still in the Demo's scratch space, or saved into `runs/`. */
+  saved: z.boolean(),
+  /** Short descriptions of each side's configuration, e.g. `loupe-tiny · vcot`. */
+  labels: z.tuple([z.string(), z.string()]),
+});
+export type DemoPair = z.infer<typeof DemoPairSchema>;
+
 /** A paused tool call as step mode shows it: what the model asked for, on which image. */
 export const DemoProposalSchema = z.object({
   turnIndex: z.number().int(),
@@ -223,6 +260,18 @@ export const demoCalls = {
     req: z.object({ runId: z.string().min(1), branch: z.string().optional(), format: z.enum(['html', 'webp', 'gif']) }).strict(),
     res: ExportResultSchema,
   },
+  /**
+   * Side by side: two runs at once on the same input, each an ordinary Demo run (its own events, step mode and
+   * `demo:continue`), linked by a pair id. A side that cannot run (its model is missing, or it repeats the other
+   * side) ends with an error on its own run; the other goes on.
+   */
+  'demo:runPair': { req: DemoRunPairReqSchema, res: DemoPairSchema },
+  /** A pair by id (either run's manifest names it). */
+  'demo:pair': { req: z.object({ pairId: z.string().min(1) }).strict(), res: DemoPairSchema },
+  /** Keep both runs of a pair (stopping a side still running): they move into `runs/`, named after the question and side. */
+  'demo:savePair': { req: z.object({ pairId: z.string().min(1) }).strict(), res: DemoPairSchema },
+  /** The pair as one self-contained HTML page: two columns, every image inlined. */
+  'demo:exportPair': { req: z.object({ pairId: z.string().min(1) }).strict(), res: ExportResultSchema },
 } as const;
 
 export const demoEvents = {

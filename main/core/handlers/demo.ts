@@ -18,5 +18,9 @@ export function demoHandlers(demo: DemoService): DomainHandlers<typeof demoCalls
     'demo:scratch': () => demo.scratchList(),
     'demo:save': (req) => demo.save(req),
     'demo:discard': (req) => demo.discard(req),
+    'demo:runPair': (req) => demo.runPair(req),
+    'demo:pair': (req) => demo.pair(req),
+    'demo:savePair': (req) => demo.savePair(req),
+    'demo:exportPair': (req) => demo.exportPair(req),
   };
 }

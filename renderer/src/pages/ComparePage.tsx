@@ -7,12 +7,15 @@ import { useRunsStore } from '../stores/useRunsStore';
 import type { SampleRecord } from '../../../app/contract';
 import { TrajectoryView } from '../components/trajectory';
 
-/** Paired comparison of two runs on the samples they share: wins, losses, ties and McNemar's p. */
-export function ComparePage({ a, b }: { a: string; b: string }) {
+/**
+ * Paired comparison of two runs on the samples they share: wins, losses, ties and McNemar's p. `pick` (a
+ * `bench/qid` key) opens that sample's two trajectories at once: the Demo's side by side opens its pair so.
+ */
+export function ComparePage({ a, b, pick }: { a: string; b: string; pick?: string }) {
   const navigate = useAppStore((s) => s.navigate);
   const [res, setRes] = useState<Paired | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [picked, setPicked] = useState<string | null>(null);
+  const [picked, setPicked] = useState<string | null>(pick ?? null);
   const [pair, setPair] = useState<[SampleRecord | null, SampleRecord | null]>([null, null]);
   useEffect(() => {
     if (!picked) return;
@@ -25,6 +28,12 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
   }, [a, b]);
   const client = getClient();
   const runs = useRunsStore((s) => s.runs);
+  const loadRuns = useRunsStore((s) => s.load);
+  // Opened straight from the Demo (a saved pair), the run list may not be loaded yet: the names come from it.
+  const known = runs.some((r) => r.id === a) && runs.some((r) => r.id === b);
+  useEffect(() => {
+    if (!known) void loadRuns();
+  }, [known, loadRuns]);
   const nameOf = (id: string) => runs.find((r) => r.id === id)?.manifest?.name ?? id;
   const signed = (x: number | null) => (x === null ? '—' : `${x > 0 ? '+' : x < 0 ? '−' : '±'}${Math.abs(100 * x).toFixed(1)}`);
   return (

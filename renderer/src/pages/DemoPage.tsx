@@ -13,6 +13,9 @@ import { ExportBar } from '../components/demo/ExportBar';
 import { PresentationMode } from '../components/demo/PresentationMode';
 import { AnswerText } from '../components/demo/AnswerText';
 import { useAppStore } from '../stores/useAppStore';
+import { useDemoPairStore } from '../stores/useDemoPairStore';
+import { PairSetup } from '../components/demo/PairSetup';
+import { SideBySide } from '../components/demo/SideBySide';
 
 export function DemoPage() {
   const init = useDemoStore((s) => s.init);
@@ -36,6 +39,9 @@ export function DemoPage() {
   const [comparing, setComparing] = useState(false);
   const [presenting, setPresenting] = useState(false);
   const mediaUrl = getClient().mediaUrl;
+  // Side by side: two configurations at once (components/demo/SideBySide.tsx, stores/useDemoPairStore.ts).
+  const pairMode = useDemoPairStore((s) => s.enabled);
+  const setPairMode = useDemoPairStore((s) => s.setEnabled);
 
   useEffect(() => {
     void init();
@@ -68,6 +74,9 @@ export function DemoPage() {
           <div className="demo-ask">
             <textarea className="input demo-question" rows={2} placeholder="Ask a question about the image…" value={question} onChange={(e) => setField('question', e.target.value)} data-testid="question" />
             <EnginePicker />
+            <label className="demo-check"><input type="checkbox" checked={pairMode} disabled={busy} onChange={(e) => setPairMode(e.target.checked)} data-testid="pair-mode" /> Side by side: run a second configuration (B) at once</label>
+            {pairMode ? <PairSetup /> : null}
+            {pairMode ? null : (
             <div className="demo-row">
               <button type="button" className="btn btn-primary" disabled={busy || !question.trim() || mediaCount === 0} onClick={() => void run()} data-testid="run">Run</button>
               <button type="button" className="btn" disabled={!busy} onClick={() => void stop()} data-testid="stop">Stop</button>
@@ -79,14 +88,16 @@ export function DemoPage() {
                 <span className="muted" data-testid="long-tasks" title={longTasks.join(', ')}>long tasks: {longTasks.length}{longTasks.length ? ` (max ${Math.max(...longTasks)} ms)` : ''}</span>
               ) : null}
             </div>
+            )}
           </div>
         </div>
         <div className="demo-main" data-testid="demo-main">
-          {errors.map((e, i) => (
+          {pairMode ? <SideBySide /> : null}
+          {pairMode ? null : errors.map((e, i) => (
             <div key={i} className="banner banner-error demo-banner" role="alert" data-testid="demo-error">{e}</div>
           ))}
-          <PausePanel />
-          {branches.length > 1 ? (
+          {pairMode ? null : <PausePanel />}
+          {!pairMode && branches.length > 1 ? (
             <div className="demo-row" data-testid="branch-tabs">
               <span className="muted">Branches:</span>
               {branches.map((b) => {
@@ -100,8 +111,8 @@ export function DemoPage() {
               <button type="button" className="btn btn-sm" onClick={() => setComparing((c) => !c)} data-testid="compare-branches">{comparing ? 'Hide comparison' : 'Compare side by side'}</button>
             </div>
           ) : null}
-          {comparing && branches.length > 1 ? <BranchCompare onClose={() => setComparing(false)} /> : null}
-          {t && (t.media.length > 0 || t.turns.length > 0) && !comparing ? (
+          {!pairMode && comparing && branches.length > 1 ? <BranchCompare onClose={() => setComparing(false)} /> : null}
+          {!pairMode && t && (t.media.length > 0 || t.turns.length > 0) && !comparing ? (
             <>
               {t.finalText !== undefined ? (
                 <div className="demo-answer" data-testid="answer">
@@ -113,7 +124,7 @@ export function DemoPage() {
               {status === 'done' || status === 'error' ? <ExportBar /> : null}
             </>
           ) : null}
-          {!t || (t.media.length === 0 && t.turns.length === 0) ? (
+          {!pairMode && (!t || (t.media.length === 0 && t.turns.length === 0)) ? (
             <div className="demo-placeholder muted" data-testid="demo-placeholder">Pick an example or an image, ask a question, and press Run: the model's steps appear here.</div>
           ) : null}
         </div>

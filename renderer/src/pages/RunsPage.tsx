@@ -16,7 +16,7 @@ import { ComparePage } from './ComparePage';
 
 export function RunsPage() {
   const route = useAppStore((s) => s.route);
-  if (route[0] === 'compare' && route[1] && route[2]) return <ComparePage a={route[1]} b={route[2]} />;
+  if (route[0] === 'compare' && route[1] && route[2]) return <ComparePage a={route[1]} b={route[2]} {...(route[3] ? { pick: route[3] } : {})} />;
   if (route[0] && route[1]) return <SamplePage runId={route[0]} qid={route[1]} />;
   return <RunsOverview />;
 }

@@ -7,6 +7,7 @@
  * start-up/resume. Once, a torn last line (what a kill mid-append leaves) is written before a resume.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,6 +32,26 @@ afterAll(async () => {
   if (tmp) await fsp.rm(tmp, { recursive: true, force: true });
 });
 
+
+/** Every media id a record names (originals, the initial images, each call's produced images). */
+function mediaIds(x: unknown, out = new Set<string>()): Set<string> {
+  if (typeof x === 'string') {
+    if (/^[0-9a-f]{64}\.[a-z0-9]{1,8}$/.test(x)) out.add(x);
+  } else if (Array.isArray(x)) for (const v of x) mediaIds(v, out);
+  else if (x && typeof x === 'object') for (const v of Object.values(x)) mediaIds(v, out);
+  return out;
+}
+
+/** The media files that `records` name are all in the store, whole: each file's SHA-256 is its name. */
+async function expectMediaWhole(ws: string, records: Array<Record<string, unknown>>): Promise<number> {
+  const ids = mediaIds(records);
+  for (const id of ids) {
+    const bytes = await fsp.readFile(path.join(ws, 'media', id)).catch(() => null);
+    expect(bytes, `media ${id} named by a record is missing`).not.toBeNull();
+    expect(`${createHash('sha256').update(bytes!).digest('hex')}.${id.split('.')[1]}`).toBe(id);
+  }
+  return ids.size;
+}
 
 /** Complete records so far; a torn last line (not yet repaired by a resume) is not a record. */
 async function recorded(file: string): Promise<Array<Record<string, unknown>>> {
@@ -119,6 +140,8 @@ it('kill -9 the eval CLI at 20 random points of a loupe-synth sweep (replay engi
     const qids = after.map((x) => x['qid']);
     expect(new Set(qids).size).toBe(qids.length);
     for (const b of before) expect(qids).toContain(b['qid']);
+    // and every image a recorded sample names was written whole before its record (a kill loses no media)
+    await expectMediaWhole(ws, after);
     if (after.length > before.length && after.length < N) midSweep++;
     log.push(`${before.length}→${after.length}`);
     await sleep(0);
@@ -134,6 +157,8 @@ it('kill -9 the eval CLI at 20 random points of a loupe-synth sweep (replay engi
   const lines = text.split('\n').filter((l) => l.trim());
   const records = lines.map((l) => SampleRecordSchema.parse(JSON.parse(l)));
   expect(records.length).toBe(N);
+  // the originals, initial images and zoomed crops: more than one image per sample
+  expect(await expectMediaWhole(ws, lines.map((l) => JSON.parse(l) as Record<string, unknown>))).toBeGreaterThan(N);
   expect(new Set(records.map((r) => r.qid)).size).toBe(N);
   const refRecords = (await readRecords(path.join(ws, 'runs', 'reference', 'samples.jsonl'))).map((r) => SampleRecordSchema.parse(r));
   const pick = (r: (typeof records)[number]) => ({ qid: r.qid, score: r.score, correct: r.correct, extracted: r.extracted, prediction: r.prediction, stop_reason: r.stop_reason, calls: r.calls });

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Summarise onnxruntime profiler traces (the JSON files `enableProfiling` writes; Loupe's engine writes them with
+LOUPE_ORT_PROFILE=PREFIX, see scripts/device/engine-bench.ts) into a small JSON: per session file, its runs split into
+prefill and decode steps, and for the decode steps (the median step) where the time goes: per execution provider, per
+op type (top N), the copies between host and device (Memcpy nodes), and the gap between the run's wall time and the
+sum of its nodes' times (what the executor spends between nodes).
+
+  python3 models/ort_profile_summary.py PREFIX_*.json [--top 15] [--out summary.json]
+
+A node's time on the CUDA provider is the host time of its Compute() call, which for most CUDA kernels is the launch
+(the kernels run asynchronously); a node that waits for the device (a copy to the host) absorbs the queued kernels'
+time. So on CUDA the summary tells host overhead and synchronisation points, not kernel durations.
+"""
+import argparse, collections, json, statistics, sys
+
+
+def runs_of(events):
+    """[(run event, [node events inside it])] in time order."""
+    runs = sorted((e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"), key=lambda e: e["ts"])
+    nodes = sorted((e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")), key=lambda e: e["ts"])
+    out, i = [], 0
+    for r in runs:
+        end = r["ts"] + r["dur"]
+        inside = []
+        while i < len(nodes) and nodes[i]["ts"] < r["ts"]:
+            i += 1
+        while i < len(nodes) and nodes[i]["ts"] <= end:
+            inside.append(nodes[i])
+            i += 1
+        out.append((r, inside))
+    return out
+
+
+def seq_len(nodes):
+    """The sequence length a decoder run processed: dim -2 of the first MatMul's first input (1 for a decode step)."""
+    for n in nodes:
+        if n["args"].get("op_name") == "MatMul":
+            shapes = n["args"].get("input_type_shape") or []
+            if shapes:
+                dims = next(iter(shapes[0].values()))
+                if len(dims) >= 2:
+                    return dims[-2]
+    return None
+
+
+def summarise_run(run, nodes, top):
+    by_provider = collections.Counter()
+    by_op = collections.Counter()
+    count_op = collections.Counter()
+    cpu_ops = collections.Counter()
+    for n in nodes:
+        a = n["args"]
+        prov = a.get("provider", "?").replace("ExecutionProvider", "")
+        op = a.get("op_name", "?")
+        by_provider[prov] += n["dur"]
+        by_op[f"{op} ({prov})"] += n["dur"]
+        count_op[f"{op} ({prov})"] += 1
+        if prov == "CPU":
+            cpu_ops[op] += 1
+    node_sum = sum(n["dur"] for n in nodes)
+    memcpy = {k: count_op[k] for k in count_op if k.startswith("Memcpy")}
+    return {
+        "wall_us": run["dur"],
+        "nodes": len(nodes),
+        "node_time_us": node_sum,
+        "gap_us": run["dur"] - node_sum,
+        "by_provider_us": dict(by_provider.most_common()),
+        "top_ops_us": [{"op": k, "us": v, "count": count_op[k]} for k, v in by_op.most_common(top)],
+        "memcpy_nodes": memcpy,
+        "cpu_nodes_by_op": dict(cpu_ops.most_common()),
+    }
+
+
+def summarise_file(path, top):
+    events = json.load(open(path))
+    runs = runs_of(events)
+    rows = [(r, n, seq_len(n)) for r, n in runs]
+    decode = [(r, n) for r, n, s in rows if s == 1]
+    other = [(r, n, s) for r, n, s in rows if s != 1]
+    res = {"file": path.split("/")[-1], "runs": len(runs), "decode_steps": len(decode),
+           "other_runs": [{"seq_len": s, "wall_us": r["dur"], "nodes": len(n)} for r, n, s in other][:8]}
+    if decode:
+        walls = [r["dur"] for r, _ in decode]
+        med = statistics.median(walls)
+        r, n = min(decode, key=lambda rn: abs(rn[0]["dur"] - med))
+        res["decode_wall_us"] = {"median": med, "min": min(walls), "max": max(walls), "mean": statistics.mean(walls)}
+        res["median_decode_step"] = summarise_run(r, n, top)
+    elif runs:
+        r, n = max(runs, key=lambda rn: rn[0]["dur"])
+        res["longest_run"] = summarise_run(r, n, top)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    out = [summarise_file(f, a.top) for f in a.files]
+    text = json.dumps(out, indent=1)
+    if a.out:
+        open(a.out, "w").write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

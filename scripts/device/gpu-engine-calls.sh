@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The GPU machine's side of the local-engine measurements (models/reports/CUDA-EP.md, "Device recipe"): one step per
+# device call, run back to back while the machine stays warm. Everything lives under /tmp there (the repository copy
+# is replaced at every call); results go to $OUT.
+#
+#   bash /tmp/wt/scripts/device/gpu-engine-calls.sh STEP
+#
+# The first call unpacks what scripts/device/carry.py brought (/tmp/loupe-carry: node-pack.tar.xz, tools.tar.xz,
+# ort129.tar.xz + SHA256SUMS once complete). Steps:
+#   setup     unpack the node pack to /tmp/np and the tools (this checkout's models/ and scripts/) to /tmp/wt, then
+#             start, detached (it outlives the call), the fp16/fp32 ONNX export of the random 0.5B, then the PyTorch
+#             reference and fp16 ONNX export of the random 7B: logs and reports in /tmp/r
+#   assemble  put onnxruntime-node 1.29 + its CUDA provider into /tmp/np (cuda-ep-assemble.sh); /tmp/ld.sh exports
+#             LD_LIBRARY_PATH for node
+#   served    issue #29: the served-engine launcher starts `loupe serve-model --device cuda` for a random Qwen2.5-VL,
+#             one trajectory and a 20-sample sweep run through it
+#   bench05   the random 0.5B on CUDA: decode through model.forward (--no-kv-reuse) and through reused KV buffers
+#   bench7b   the random 7B on CUDA, fp16: the same pair, onnxruntime profiles of both, logits of 32 steps compared
+#             with PyTorch (models/logits_compare.py), then PyTorch eager/sdpa again on the same card
+#   status    what the detached jobs have done so far
+set -uo pipefail
+step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|status}
+C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=/tmp/wt R=/tmp/r
+OUT=${OUT:-/tmp/out}
+mkdir -p "$R" "$OUT"
+nvidia-smi --query-gpu=name,memory.used,memory.total,utilization.gpu --format=csv,noheader
+bw() { python3 -c "import json;print(round(json.load(open('$R/gpu-bench-7b.json'))['bandwidth']['gb_s_read_plus_write']))" 2>/dev/null || echo 3000; }
+node_env() { [ -f /tmp/ld.sh ] || { echo "run the assemble step first"; exit 1; }; . /tmp/ld.sh; }
+
+case $step in
+setup)
+  rm -rf /tmp/np "$WT" && mkdir -p /tmp/np "$WT"
+  tar -C /tmp/np -xJf "$C/node-pack.tar.xz" && tar -C "$WT" -xJf "$C/tools.tar.xz" || exit 1
+  ls "$NP" | tr '\n' ' '; echo
+  cd "$WT" || exit 1
+  setsid nohup bash -c "
+    PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 0.5b --skip-bench --dtypes fp16,fp32 --out /tmp/random-0.5b --report $R/gpu-bench-0.5b.json > $R/gpu-bench-0.5b.log 2>&1; echo \$? > $R/05b.rc
+    PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --out /tmp/random-7b --report $R/gpu-bench-7b.json > $R/gpu-bench-7b.log 2>&1; echo \$? > $R/7b.rc
+  " > /dev/null 2>&1 < /dev/null &
+  sleep 15; tail -3 "$R/gpu-bench-0.5b.log"
+  ;;
+assemble)
+  L=$(bash "$WT/scripts/device/cuda-ep-assemble.sh" "$C" "$NP" 2> "$OUT/assemble.log"); cat "$OUT/assemble.log"
+  [ -n "$L" ] || exit 1
+  echo "$L" > /tmp/ld.sh
+  ;;
+served)
+  node_env
+  models="$WT/models/tiny-random-qwen25vl:fp32"
+  [ -f "$R/05b.rc" ] && models="$models /tmp/random-0.5b:fp16"
+  for m in $models; do
+    dir=${m%:*} dt=${m#*:} work=/tmp/served-$(basename "${m%:*}")-${m#*:}
+    # a fresh workspace each time: a second run into the same one is refused (its runs exist with another server URL)
+    rm -rf "$work"
+    (cd "$WT" && "$NP/node" "$NP/served-engine.mjs" --model "$dir" --device cuda --dtype "$dt" --samples 20 \
+      --loupe "$NP/node $NP/loupe.mjs" --out "$work") | tee "$OUT/served-engine-cuda-$(basename "$dir")-$dt.jsonl"
+  done
+  ;;
+bench05)
+  node_env
+  [ -f "$R/05b.rc" ] || { echo "the 0.5B export is not done yet"; tail -3 "$R/gpu-bench-0.5b.log"; exit 1; }
+  for dt in fp16 fp32; do
+    for kv in off on; do
+      "$NP/node" "$NP/engine-bench.mjs" /tmp/random-0.5b --device cuda --dtype $dt --new-tokens 128 --bandwidth-gbs "$(bw)" \
+        $([ $kv = off ] && echo --no-kv-reuse) --json "$OUT/engine-bench-0.5b-cuda-$dt-kv$kv.json" > /dev/null 2> "$R/05-$dt-$kv.err" || tail -5 "$R/05-$dt-$kv.err"
+    done
+  done
+  python3 - "$OUT" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/engine-bench-0.5b-*.json")):
+    d = json.load(open(f))
+    print(f.split("/")[-1], {k: d.get(k) for k in ("device", "fallback_reason", "kv_reuse", "load_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_runs", "fraction_of_bound")}, d["greedy_tokens"][:12])
+PY
+  ;;
+bench7b)
+  node_env
+  [ -f "$R/7b.rc" ] || { echo "the 7B export is not done yet"; tail -3 "$R/gpu-bench-7b.log"; exit 1; }
+  M=/tmp/random-7b B=$(bw)
+  for kv in off on; do
+    "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --new-tokens 128 --bandwidth-gbs "$B" \
+      $([ $kv = off ] && echo --no-kv-reuse) --json "$OUT/engine-bench-7b-cuda-fp16-kv$kv.json" > /dev/null 2> "$R/7b-$kv.err" || tail -5 "$R/7b-$kv.err"
+  done
+  # profiles (one run of 32 tokens each) and the logits of the reused-buffer path's first 32 steps
+  for kv in off on; do
+    rm -rf "$R/prof-$kv" && mkdir -p "$R/prof-$kv"
+    LOUPE_ORT_PROFILE="$R/prof-$kv/ort" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --new-tokens 32 --runs 1 \
+      $([ $kv = off ] && echo --no-kv-reuse) $([ $kv = on ] && echo "--logits-out $R/logits-7b.f32") --json "$R/prof-$kv/bench.json" > /dev/null 2> "$R/prof-$kv.err" || tail -5 "$R/prof-$kv.err"
+    python3 "$WT/models/ort_profile_summary.py" "$R"/prof-$kv/ort_*.json --out "$OUT/ort-profile-7b-cuda-fp16-kv$kv.json" > /dev/null
+  done
+  (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b.f32" --onnx-bench "$R/prof-on/bench.json" \
+    --report "$OUT/logits-7b.json" 2>&1 | tail -12)
+  (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --no-export --report "$OUT/gpu-bench-7b-again.json" 2>&1 | grep -E "PyTorch|bound|bandwidth")
+  cp "$R/gpu-bench-7b.json" "$OUT/" 2>/dev/null
+  python3 - "$OUT" <<'PY'
+import glob, json, sys
+o = sys.argv[1]
+for f in sorted(glob.glob(o + "/engine-bench-7b-*.json")):
+    d = json.load(open(f))
+    print(f.split("/")[-1], {k: d.get(k) for k in ("device", "fallback_reason", "kv_reuse", "load_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_runs", "bound_tok_s", "fraction_of_bound")}, d["greedy_tokens"][:12])
+for f in sorted(glob.glob(o + "/ort-profile-7b-*.json")):
+    for s in json.load(open(f)):
+        m = s.get("median_decode_step")
+        if m:
+            print(f.split("/")[-1], s["file"], s["decode_wall_us"]["median"], {k: m[k] for k in ("nodes", "node_time_us", "gap_us", "by_provider_us", "memcpy_nodes")}, m["top_ops_us"][:5])
+PY
+  ;;
+status)
+  for f in "$R"/*.log; do echo "== $f"; tail -4 "$f"; done; ls "$R"
+  ;;
+*) echo "unknown step $step"; exit 2 ;;
+esac

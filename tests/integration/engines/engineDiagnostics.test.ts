@@ -1,0 +1,69 @@
+/**
+ * The local engine's two diagnostics for the GPU work (models/reports/GPU-7B.md), on the committed tiny model with the
+ * real onnxruntime: the `onLogits` hook hands over each step's next-token logits before sampling (greedy: the token is
+ * their argmax), and LOUPE_ORT_PROFILE makes every session write an onnxruntime profile that
+ * models/ort_profile_summary.py splits into prefill runs and decode steps.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { QwenVLRuntime } from '../../../native/engine/qwenRuntime';
+import { requirePython } from '../loupe-tiny/python';
+import { greedy, parity, TINY_DIR } from './parityFixture';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-engine-diag-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe('local engine diagnostics', () => {
+  it('onLogits: one row per generated token, the vocabulary wide, whose argmax is the greedy token', async () => {
+    const rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false });
+    try {
+      const c = parity.cases.single_image;
+      const rows: Float32Array[] = [];
+      const r = await rt.generate(greedy(c, { maxTokens: 6 }), { onLogits: (row) => rows.push(row.slice()) });
+      expect(r.tokens).toEqual(c.generated.slice(0, 6));
+      expect(rows.length).toBe(r.completionTokens);
+      for (const [i, row] of rows.entries()) {
+        expect(row.length).toBeGreaterThan(100);
+        let best = 0;
+        for (let j = 1; j < row.length; j++) if (row[j]! > row[best]!) best = j;
+        expect(best).toBe(r.tokens![i]);
+      }
+    } finally {
+      await rt.dispose();
+    }
+  });
+
+  it('LOUPE_ORT_PROFILE: every session writes a profile; the summary finds the decode steps', async () => {
+    const prefix = path.join(tmp, 'ort');
+    process.env.LOUPE_ORT_PROFILE = prefix;
+    let rt: QwenVLRuntime;
+    try {
+      rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false });
+    } finally {
+      delete process.env.LOUPE_ORT_PROFILE;
+    }
+    try {
+      await rt.generate(greedy(parity.cases.single_image, { maxTokens: 4 }));
+      for (const s of Object.values((rt as unknown as { model: { sessions: Record<string, { endProfiling(): void }> } }).model.sessions)) s.endProfiling();
+    } finally {
+      await rt.dispose();
+    }
+    const files = readdirSync(tmp).filter((f) => f.startsWith('ort_') && f.endsWith('.json')).map((f) => path.join(tmp, f));
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    const py = requirePython(['json']);
+    const r = spawnSync(py, ['models/ort_profile_summary.py', ...files, '--top', '3'], { cwd: ROOT, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout) as Array<{ decode_steps: number; other_runs: Array<{ seq_len: number | null }>; median_decode_step?: { nodes: number; by_provider_us: Record<string, number> } }>;
+    const decoder = summary.find((s) => s.decode_steps > 0);
+    // 4 new tokens: the prefill run, then 3 decode steps of one token each
+    expect(decoder?.decode_steps).toBe(3);
+    expect(decoder?.other_runs.some((o) => (o.seq_len ?? 0) > 1)).toBe(true);
+    expect(decoder?.median_decode_step?.nodes).toBeGreaterThan(10);
+    expect(Object.keys(decoder!.median_decode_step!.by_provider_us)).toContain('CPU');
+  });
+});
