@@ -51,7 +51,7 @@ describe('served engines through the core', () => {
     expect(await errorOf('served:start', { ...base, backend: 'bash' })).toMatch(/backend/);
     expect(await errorOf('served:start', { ...base, gpuMemory: 0.5 })).toMatch(/loupe serve-model has no GPU memory share/);
     expect(await errorOf('served:start', { ...base, where: { kind: 'slurm', connector: 'nowhere' } })).toMatch(/no connector named "nowhere"/);
-    expect(await errorOf('served:start', { ...base, where: { kind: 'slurm', connector: 'x', cwd: '/tmp', extra: 1 } })).toMatch(/extra|Unrecognized/i);
+    expect(await errorOf('served:start', { ...base, where: { kind: 'slurm', connector: 'x', cwd: '/cluster/jobs', extra: 1 } })).toMatch(/extra|Unrecognized/i);
     expect(await errorOf('served:log', { id: 'nope' })).toMatch(/no served engine "nope"/);
     expect(await call('served:stop', { id: 'nope' })).toEqual({ ok: true, result: { stopped: false } });
     expect(await call('served:list', {})).toEqual({ ok: true, result: { engines: [] } });

@@ -11,7 +11,7 @@ it('refuses an array job, naming the connector to use instead, and sends nothing
   const c = new SlurmRestConnector({
     baseUrl: `http://127.0.0.1:${await closedPort()}`,
     user: 'u',
-    outputDir: '/tmp/out',
+    outputDir: '/cluster/out',
     apiVersion: 'v0.0.40',
     token: async () => {
       tokens++;
