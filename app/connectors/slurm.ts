@@ -159,6 +159,11 @@ export class SlurmSshConnector implements Connector {
     this.ssh = options.ssh instanceof SshSession ? options.ssh : new SshSession(options.ssh);
   }
 
+  /** The cluster folder for job output files (cluster sweeps default their remote workspace under it). */
+  get remoteDir(): string {
+    return this.o.remoteDir;
+  }
+
   private env(): string {
     return this.o.slurmConf ? `SLURM_CONF=${shq(this.o.slurmConf)} ` : '';
   }

@@ -225,6 +225,11 @@ export class SlurmRestConnector implements Connector {
 
   async submit(spec: JobSpec): Promise<SubmitResult> {
     checkJobName(spec.name, 'slurmrestd submit');
+    // Refused rather than ignored: a job description without its array would run one task where n were asked, and
+    // this connector's status, logs and cancel follow whole jobs, not `<job>_<index>` tasks.
+    if (spec.resources?.array !== undefined) {
+      throw new ConnectorError('invalid', 'slurmrestd submit', `array jobs (${JSON.stringify(spec.resources.array)}) are not supported through slurmrestd; use a Slurm connector over SSH (slurm-ssh) for "Run on cluster"`);
+    }
     const v = await this.apiVersion();
     const hide = specSecretForms(spec);
     const res = await this.call('POST', `/slurm/${v}/job/submit`, this.submitBody(spec, v)).catch((e: unknown) => {

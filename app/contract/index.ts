@@ -11,6 +11,7 @@ import { labelsCalls, labelsEvents } from './domains/labels';
 import { sweepsCalls, sweepsEvents } from './domains/sweeps';
 import { trainingCalls, trainingEvents } from './domains/training';
 import { DeviceIdSchema, modelsCalls } from './domains/models';
+import { servedCalls, servedEvents } from './domains/served';
 
 export * from './trajectory';
 export * from './attention';
@@ -20,6 +21,7 @@ export * from './domains/sweeps';
 export * from './domains/training';
 export * from './domains/models';
 export * from './domains/labels';
+export * from './domains/served';
 import { Empty } from './common';
 
 /** State of the inference engine as the status bar shows it. */
@@ -88,10 +90,10 @@ const appEvents = {
  * Every request/response pair. The contract is one module: each domain's calls sit in one file under
  * `domains/` (so parallel work on two pages never edits the same lines) and are merged here.
  */
-export const calls = { ...appCalls, ...demoCalls, ...modelsCalls, ...browseCalls, ...labelsCalls, ...sweepsCalls, ...trainingCalls } as const;
+export const calls = { ...appCalls, ...demoCalls, ...modelsCalls, ...browseCalls, ...labelsCalls, ...sweepsCalls, ...trainingCalls, ...servedCalls } as const;
 
 /** Every server-pushed stream. */
-export const events = { ...appEvents, ...demoEvents, ...labelsEvents, ...sweepsEvents, ...trainingEvents } as const;
+export const events = { ...appEvents, ...demoEvents, ...labelsEvents, ...sweepsEvents, ...trainingEvents, ...servedEvents } as const;
 
 export type Calls = typeof calls;
 export type Events = typeof events;

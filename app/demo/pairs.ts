@@ -34,7 +34,7 @@ export interface DemoPairDeps {
 
 /** A side in a few words: what a column's heading and the saved run's name say. */
 export function sideLabel(s: Side): string {
-  const who = s.engine.kind === 'local' ? s.engine.modelId : s.engine.kind === 'openai' ? s.engine.model : `replay ${s.engine.runId}/${s.engine.qid}`;
+  const who = s.engine.kind === 'local' ? s.engine.modelId : s.engine.kind === 'openai' ? s.engine.model : s.engine.kind === 'served' ? `served ${s.engine.id}` : `replay ${s.engine.runId}/${s.engine.qid}`;
   return [who, s.prompt, ...(s.dialect !== 'pixel-reasoner' ? [s.dialect] : [])].join(' · ');
 }
 

@@ -30,7 +30,9 @@ import { APP_VERSION } from '../version';
 import { hashModelFolder } from '../sweeps/plan';
 import { createDemoPairs } from './pairs';
 
-type RunReq = ReturnType<typeof DemoRunReqSchema.parse>;
+type ParsedRunReq = ReturnType<typeof DemoRunReqSchema.parse>;
+/** A run request once a served engine is resolved to the OpenAI-compatible server it is. */
+type RunReq = Omit<ParsedRunReq, 'engine'> & { engine: Exclude<ParsedRunReq['engine'], { kind: 'served' }> };
 
 const IMAGE_EXT = new Set(['.jpg', '.jpeg', '.png', '.webp', '.gif', '.bmp', '.tif', '.tiff']);
 const VIDEO_EXT = new Set(['.mp4', '.webm', '.mov', '.avi', '.mkv', '.m4v']);
@@ -105,6 +107,8 @@ export interface DemoServiceDeps {
   emit<E extends EventName>(event: E, payload: EventPayload<E>): void;
   setEngineState(next: EngineState): void;
   getEngineState(): EngineState;
+  /** A served engine by id (the core's ServedEngineLauncher): its URL, model and key; throws when it is not ready. */
+  servedEngine?(id: string): { baseURL: string; model: string; apiKey?: string };
 }
 
 export type DemoService = ReturnType<typeof createDemoService>;
@@ -599,7 +603,14 @@ export function createDemoService(d: DemoServiceDeps) {
     },
 
     run: async (input: DemoRunReq, opts: DemoRunOptions = {}): Promise<{ runId: string }> => {
-      const req = DemoRunReqSchema.parse(input);
+      const parsed = DemoRunReqSchema.parse(input);
+      let engine: RunReq['engine'];
+      if (parsed.engine.kind === 'served') {
+        if (!d.servedEngine) throw new Error('served engines are not available in this door');
+        const s = d.servedEngine(parsed.engine.id);
+        engine = { kind: 'openai', baseURL: s.baseURL, model: s.model, ...(s.apiKey ? { apiKey: s.apiKey } : {}) };
+      } else engine = parsed.engine;
+      const req: RunReq = { ...parsed, engine };
       for (const m of req.media) if (!(await media.has(m.id).catch(() => false))) throw new Error(`media ${m.id} is not in this workspace; import the image again`);
       if (req.dialect !== 'pyvision' && req.dialect !== 'pyvision-rl') getDialect(req.dialect);
       const handle = await scratch.createRun({

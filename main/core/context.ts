@@ -23,6 +23,8 @@ export interface CoreContext {
   engines: EngineManager;
   /** Image operations on a worker thread, never on the thread that serves requests. */
   imageOps: ImageOps;
+  /** A ready served engine by id (the core's ServedEngineLauncher): URL, model and key; throws otherwise. */
+  servedEngine(id: string): { baseURL: string; model: string; apiKey?: string };
   /** Cleanups run (in reverse) when the core is disposed. */
   disposers: Array<() => void | Promise<void>>;
 }

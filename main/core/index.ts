@@ -18,6 +18,9 @@ import { LabelService } from '../../app/labels';
 import { RunIndexService } from '../../app/browse/runIndex';
 import { sweepsHandlers } from './handlers/sweeps';
 import { trainingHandlers } from './handlers/training';
+import { servedHandlers } from './handlers/served';
+import { ServedEngineLauncher } from '../../app/engines/served/launcher';
+import { ClusterSweepService } from '../../app/sweeps/cluster/service';
 import { openWorkspaceSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';
 import { createTrainingService } from '../../app/training/service';
 import type { CoreContext } from './context';
@@ -99,6 +102,21 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       else if (engines.loaded().length === 0) setEngineState({ status: 'idle', model: null, device: null });
     },
   });
+  // Served engines (vLLM, SGLang, transformers serve, loupe serve-model), here or as Slurm jobs: one launcher, whose
+  // stopAll() on dispose ends every server and cancels every job (the app quits, `loupe serve` stops).
+  const served = new ServedEngineLauncher({
+    node: process.execPath,
+    loupeBin: path.join(repoRoot(), 'bin', 'loupe.mjs'),
+    onEvent: (s) => emit('served:state', s),
+    onLog: (id, line) => emit('served:log', { id, line }),
+  });
+  const servedEngine = (id: string): { baseURL: string; model: string; apiKey?: string } => {
+    const e = served.get(id);
+    if (!e) throw new Error(`no served engine ${JSON.stringify(id)}; start one on the Models page`);
+    const st = e.state();
+    if (st.status !== 'ready' || !st.baseURL) throw new Error(`served engine ${id} is ${st.status}${st.message ? `: ${st.message}` : ''}`);
+    return { baseURL: st.baseURL, model: e.spec.modelName, ...(e.apiKey ? { apiKey: e.apiKey } : {}) };
+  };
   const imageOps = await imageOpsFor(ws.media, 'worker');
   // The bundled models sit in models/ under the package root in a clone, under resources/ when packaged (app/paths.ts).
   const models = new ModelService({ registryDir: workspace, packageRoot: resourcesRoot(), engines, threads: async () => (await readSettings()).threads });
@@ -117,6 +135,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     emit,
     setEngineState,
     getEngineState: () => engineState,
+    servedEngine,
   });
   const runIndex = new RunIndexService({
     dir: (id) => ws.runs.runDir(id),
@@ -127,6 +146,15 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const withLabels = labelledIndex(runIndex, labels);
   const training = createTrainingService({ workspace, secrets: secretStore.store, secretStore: secretStore.info, packageRoot: repoRoot(), emit, watchStore: true });
 
+  // "Run on cluster": Slurm array sweeps merged into one run; sweeps a previous core left running are followed again.
+  const cluster = new ClusterSweepService({
+    workspace,
+    runs: ws.runs,
+    connector: (name) => training.connector(name),
+    onProgress: (p) => emit('sweeps:progress', p),
+    onRunChanged: (runId) => emit('runs:changed', { runId }),
+  });
+  void cluster.resumeAll().catch(() => undefined);
   const ctx: CoreContext = {
     workspace,
     emit,
@@ -138,9 +166,10 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     ws,
     engines,
     imageOps,
+    servedEngine,
     // Disposed in reverse: live demo runs stop first, then the engines and the image worker end.
     // runIndex.flush: an index being written beside a run is finished, so the next start reads it instead of the samples.
-    disposers: [() => runIndex.flush(), () => imageOps.close?.(), () => engines.dispose(), () => models.unload().then(() => undefined), () => demo.dispose(), () => training.dispose()],
+    disposers: [() => runIndex.flush(), () => imageOps.close?.(), () => engines.dispose(), () => models.unload().then(() => undefined), () => demo.dispose(), () => training.dispose(), () => cluster.dispose(), () => served.stopAll()],
   };
 
   const handlers: Handlers = {
@@ -170,8 +199,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     ...modelsHandlers(models, detectDevices),
     ...browseHandlers(ctx, { runIndex, withLabels }),
     ...labelsHandlers(labels, withLabels, emit),
-    ...sweepsHandlers(ctx),
+    ...sweepsHandlers(ctx, cluster),
     ...trainingHandlers(training),
+    ...servedHandlers(served, (name) => training.connector(name)),
   };
 
   return {

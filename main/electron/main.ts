@@ -252,14 +252,40 @@ async function bootstrap(): Promise<void> {
   await coreReady;
 }
 
+/**
+ * Quit only once the core has shut down: its dispose ends every served engine and cancels their Slurm jobs
+ * (ServedEngineLauncher.stopAll), which must not be cut off by the app exiting. Bounded, so a stuck core never
+ * keeps the app open.
+ */
+let coreShutDown = false;
+function shutDownCoreThenQuit(): void {
+  quitting = true;
+  const child = core;
+  if (!child) {
+    coreShutDown = true;
+    app.quit();
+    return;
+  }
+  const done = (): void => {
+    if (coreShutDown) return;
+    coreShutDown = true;
+    app.quit();
+  };
+  child.once('exit', done);
+  setTimeout(done, 20_000).unref();
+  toCore({ type: 'shutdown' });
+}
 app.on('window-all-closed', () => {
   if (process.platform === 'darwin') return;
-  quitting = true;
-  toCore({ type: 'shutdown' });
-  app.quit();
+  shutDownCoreThenQuit();
 });
-app.on('before-quit', () => {
+app.on('before-quit', (event) => {
   quitting = true;
+  // Cmd+Q, the menu's Quit, app.quit(): 'window-all-closed' is not emitted then, so the core is told here.
+  if (!coreShutDown) {
+    event.preventDefault();
+    shutDownCoreThenQuit();
+  }
 });
 app.on('web-contents-created', (_e, contents) => {
   contents.setWindowOpenHandler(() => ({ action: 'deny' }));

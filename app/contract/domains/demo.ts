@@ -25,6 +25,14 @@ export const DemoEngineSpecSchema = z.discriminatedUnion('kind', [
   }),
   z.object({
     /**
+     * A served engine Loupe started (`served:start`): the core answers with its URL, model and key, so the key
+     * never reaches the renderer.
+     */
+    kind: z.literal('served'),
+    id: z.string().min(1).max(300),
+  }),
+  z.object({
+    /**
      * Replays a recorded trajectory's model text turn by turn while the tools run for real on the
      * chosen image. Not a model: the text cannot react to an edited box.
      */

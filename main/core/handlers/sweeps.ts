@@ -7,12 +7,13 @@ import { resourcesRoot } from '../../../app/paths';
 import { runSweep, RunSetupError } from '../../../app/sweeps/runner';
 import { codeSandboxFactory, engineFactory } from '../wiring';
 import type { CoreContext } from '../context';
+import { clusterEvalArgs, type ClusterSweepService } from '../../../app/sweeps/cluster/service';
 
 /**
  * Sweeps started from the UI run in the core process through the same runner as `loupe eval`, so the
  * run files are identical and a sweep started here resumes with `loupe eval --run NAME` and back.
  */
-export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCalls> {
+export function sweepsHandlers(ctx: CoreContext, cluster: ClusterSweepService): DomainHandlers<typeof sweepsCalls> {
   const ws = ctx.ws;
   const active = new Map<string, { progress: SweepProgress; ctrl: AbortController }>();
   const emit = (p: SweepProgress) => ctx.emit('sweeps:progress', p);
@@ -22,7 +23,10 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
 
   return {
     'sweeps:start': async (req) => {
-      const model = await resolveModelRef(req.model, new ModelRegistry(ctx.workspace, { bundledRoot: resourcesRoot() }), ctx.workspace);
+      // `served:<id>`: a served engine the core started, used as the OpenAI-compatible server it is (its key stays here).
+      const served = req.model.startsWith('served:') ? ctx.servedEngine(req.model.slice('served:'.length)) : null;
+      const ref = served ? `${served.baseURL}#${served.model}` : req.model;
+      const model = await resolveModelRef(ref, new ModelRegistry(ctx.workspace, { bundledRoot: resourcesRoot() }), ctx.workspace);
       const runs = expandPlan({
         models: [model],
         benchmarks: [{ id: req.bench, data: path.resolve(req.data) }],
@@ -48,7 +52,7 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
         imageOps: ctx.imageOps,
         // Local models come from the core's engine manager: a model the Demo holds is shared, not loaded again.
         // Local models load on the Settings page's device and threads.
-        engines: engineFactory({ manager: ctx.engines, device: prefs.device, ...(prefs.threads ? { threads: prefs.threads } : {}), ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
+        engines: engineFactory({ manager: ctx.engines, ...(served?.apiKey ? { apiKey: served.apiKey } : {}), device: prefs.device, ...(prefs.threads ? { threads: prefs.threads } : {}), ...(req.concurrency ? { concurrency: req.concurrency } : {}) }),
         signal: ctrl.signal,
         // PyVision runs: each sample's code in its own sandbox process (refused before anything is written where none can start).
         codeSandbox: await codeSandboxFactory(),
@@ -76,6 +80,18 @@ export function sweepsHandlers(ctx: CoreContext): DomainHandlers<typeof sweepsCa
       a.ctrl.abort(new Error('cancelled from the UI'));
       return { cancelled: true };
     },
-    'sweeps:list': () => [...active.values()].map((a) => a.progress),
+    'sweeps:list': () => [...[...active.values()].map((a) => a.progress), ...cluster.list()],
+    'sweeps:clusterStart': (req) =>
+      cluster.start({
+        connector: req.connector,
+        runName: req.name,
+        shards: req.shards,
+        evalArgs: clusterEvalArgs(req),
+        ...(req.loupe ? { loupe: req.loupe } : {}),
+        ...(req.remoteWorkspace ? { remoteWorkspace: req.remoteWorkspace } : {}),
+        ...(req.cwd ? { cwd: req.cwd } : {}),
+        ...(req.cpus ? { cpus: req.cpus } : {}),
+      }),
+    'sweeps:clusterCancel': async ({ runId }) => ({ cancelled: await cluster.cancel(runId) }),
   };
 }

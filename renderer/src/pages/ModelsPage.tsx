@@ -7,6 +7,7 @@ import { useAppStore } from '../stores/useAppStore';
 import { DevicePicker } from '../components/models/DevicePicker';
 import { DeviceList } from '../components/models/DeviceList';
 import { ErrorLine } from '../components/ErrorLine';
+import { ServePanel } from '../components/models/ServePanel';
 
 function size(bytes: number | undefined): string {
   if (bytes === undefined) return '—';
@@ -106,6 +107,7 @@ export function ModelsPage() {
         </table>
         <p className="muted engine-line" data-testid="engine-line">Engine: {engine ? `${engine.status}${engine.model ? ` · ${engine.model}` : ''}${engine.device ? ` · ${engine.device}` : ''}${engine.message ? ` — ${engine.message}` : ''}` : '…'}</p>
       </div>
+      <ServePanel />
       <div className="card">
         <h3>Devices</h3>
         <DeviceList />

@@ -7,7 +7,7 @@ import type { Box, DemoBranch, DemoEvent, DemoExample, DemoProposal, ExportResul
 import { getClient } from '../client';
 import { currentDevice } from './useModelsStore';
 
-export type EngineKind = 'replay' | 'local' | 'openai';
+export type EngineKind = 'replay' | 'local' | 'openai' | 'served';
 export type RunStatus = 'idle' | 'starting' | 'running' | 'paused' | 'done' | 'error';
 
 export interface LiveBranch {
@@ -49,6 +49,8 @@ interface DemoState {
   openaiModel: string;
   /** Bearer key of the server (`loupe serve-model` and a served engine require one); kept in memory only. */
   openaiKey: string;
+  /** A served engine's id (Models → Serve a model); the core holds its URL and key. */
+  servedId: string;
   dialect: 'pixel-reasoner' | 'verl-tool' | 'deepeyes' | 'pyvision' | 'pyvision-rl';
   prompt: 'vcot' | 'notool';
   settings: DemoSettingsForm;
@@ -208,6 +210,7 @@ export const useDemoStore = create<DemoState>()((set, get) => {
     openaiUrl: 'http://127.0.0.1:8000/v1',
     openaiModel: '',
     openaiKey: '',
+    servedId: '',
     dialect: 'pixel-reasoner',
     prompt: 'vcot',
     settings: { minPixels: '', maxPixels: '', temperature: '0', maxCalls: '', turnTimeoutMs: '120000', maxTokensPerTurn: '' },
@@ -338,7 +341,13 @@ export const useDemoStore = create<DemoState>()((set, get) => {
         }
         engine = { kind: 'replay' as const, runId, qid };
       } else if (s.engineKind === 'local') engine = { kind: 'local' as const, modelId: s.localModelId, device: currentDevice() };
-      else {
+      else if (s.engineKind === 'served') {
+        if (!s.servedId) {
+          set({ errors: ['Pick a served engine, or start one on the Models page (Serve a model).'] });
+          return;
+        }
+        engine = { kind: 'served' as const, id: s.servedId };
+      } else {
         // Said plainly here, before the core's payload check turns it into schema text.
         if (!s.openaiModel.trim()) {
           set({ errors: [`Name the model to ask: the server at ${s.openaiUrl} can serve several (its ${s.openaiUrl.replace(/\/+$/, '')}/models lists them; vLLM's is the --served-model-name or the model path).`] });

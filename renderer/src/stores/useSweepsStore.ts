@@ -1,6 +1,6 @@
 /** Evaluation sweeps started from the UI: the form, and live progress from `sweeps:progress` events. */
 import { create } from 'zustand';
-import type { SweepProgress } from '../../../app/contract';
+import type { CallReq, SweepProgress } from '../../../app/contract';
 import { getClient } from '../client';
 
 /** The dialects a sweep can speak; the pyvision ones run each sample's code in its own sandbox. */
@@ -12,11 +12,36 @@ interface SweepsState {
   starting: boolean;
   subscribe(onRunsChanged: () => void): () => void;
   start(req: { model: string; bench: string; data: string; prompts: Array<'vcot' | 'notool'>; dialect?: SweepDialect; limit?: number; maxTokens?: number; name?: string }): Promise<string[]>;
+  /** "Run on cluster": a Slurm array sweep merged into one run (`sweeps:clusterStart`). */
+  startCluster(req: CallReq<'sweeps:clusterStart'>): Promise<string | null>;
+  /** Saved slurm-ssh connectors, for the cluster form. */
+  slurmConnectors: string[];
+  loadConnectors(): Promise<void>;
   cancel(runId: string): Promise<void>;
 }
 
-export const useSweepsStore = create<SweepsState>()((set) => ({
+export const useSweepsStore = create<SweepsState>()((set, get) => ({
   progress: {},
+  slurmConnectors: [],
+  async loadConnectors() {
+    try {
+      const r = await getClient().call('training:connectors', {});
+      set({ slurmConnectors: r.connectors.filter((c) => c.config?.kind === 'slurm-ssh').map((c) => c.name) });
+    } catch {
+      set({ slurmConnectors: [] });
+    }
+  },
+  async startCluster(req) {
+    set({ starting: true, error: null });
+    try {
+      const { runId } = await getClient().call('sweeps:clusterStart', req);
+      set({ starting: false });
+      return runId;
+    } catch (err) {
+      set({ starting: false, error: err instanceof Error ? err.message : String(err) });
+      return null;
+    }
+  },
   error: null,
   starting: false,
   subscribe(onRunsChanged) {
@@ -50,6 +75,7 @@ export const useSweepsStore = create<SweepsState>()((set) => ({
     }
   },
   async cancel(runId) {
-    await getClient().call('sweeps:cancel', { runId });
+    if (get().progress[runId]?.where === 'cluster') await getClient().call('sweeps:clusterCancel', { runId });
+    else await getClient().call('sweeps:cancel', { runId });
   },
 }));

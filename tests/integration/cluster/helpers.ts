@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { SlurmSshConnector } from '../../../app/connectors/slurm';
 import type { ServicesEnv } from '../connectors/servicesEnv';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'vitest';
+import type { Core } from '../../../main/core';
 export { startProxy } from '../../support/tcpProxy';
 
 /** The CI cluster through the CI sshd (optionally through another port, e.g. a proxy's). */
@@ -27,3 +29,14 @@ export async function waitFor(what: string, cond: () => boolean | Promise<boolea
   }
   return Date.now() - t0;
 }
+
+/** Save the CI cluster as a slurm-ssh connector of a workspace, as the Training page's Connectors form does. */
+export async function saveCiConnector(core: Core, e: ServicesEnv, name: string, remoteDir: string): Promise<void> {
+  const key = await core.dispatch('training:secretSet', { name: `${name}-key`, value: readFileSync(e.sshKey, 'utf8') });
+  expect(key.ok, JSON.stringify(key)).toBe(true);
+  const r = await core.dispatch('training:connectorSave', {
+    config: { kind: 'slurm-ssh', name, host: e.sshHost, port: e.sshPort, user: e.sshUser, keySecret: `${name}-key`, knownHosts: readFileSync(e.knownHosts, 'utf8').trim(), remoteDir, slurmConf: e.slurmConf, partition: e.partition },
+  });
+  expect(r.ok, JSON.stringify(r)).toBe(true);
+}
+

@@ -41,6 +41,21 @@ export function NewEvalPanel() {
   const [limit, setLimit] = useState('');
   const [maxTokens, setMaxTokens] = useState('');
   const [dialect, setDialect] = useState<SweepDialect>('pixel-reasoner');
+  // "Run on cluster": a Slurm array job through a saved connector, merged into one run.
+  const startCluster = useSweepsStore((s) => s.startCluster);
+  const slurmConnectors = useSweepsStore(useShallow((s) => s.slurmConnectors));
+  const loadConnectors = useSweepsStore((s) => s.loadConnectors);
+  const [onCluster, setOnCluster] = useState(false);
+  const [connector, setConnector] = useState('');
+  const [shards, setShards] = useState('2');
+  const [runName, setRunName] = useState('');
+  const [clusterLoupe, setClusterLoupe] = useState('');
+  const [remoteWs, setRemoteWs] = useState('');
+  const [clusterCwd, setClusterCwd] = useState('');
+  const [formError, setFormError] = useState<string | null>(null);
+  useEffect(() => {
+    if (open) void loadConnectors();
+  }, [open, loadConnectors]);
   const codeTool = dialect === 'pyvision' || dialect === 'pyvision-rl';
   useEffect(() => subscribe(() => void load()), [subscribe, load]);
   // PyVision has one prompt (its code-tool prompt), so the prompt choice does not apply to it.
@@ -56,6 +71,29 @@ export function NewEvalPanel() {
           className="eval-form"
           onSubmit={(e) => {
             e.preventDefault();
+            setFormError(null);
+            if (onCluster) {
+              const n = Number(shards);
+              if (!connector) return setFormError('Choose a Slurm connector (add one on the Training page under Connectors).');
+              if (!Number.isInteger(n) || n < 1 || n > 1000) return setFormError(`Shards: ${JSON.stringify(shards)} is not a whole number from 1 to 1000.`);
+              if (!runName.trim()) return setFormError('Name the run: the shards are merged into it, and the name follows it again.');
+              void startCluster({
+                connector,
+                name: runName.trim(),
+                shards: n,
+                model,
+                bench,
+                data,
+                dialect,
+                prompt: prompts[0] ?? 'vcot',
+                ...(limit ? { limit: Number(limit) } : {}),
+                ...(maxTokens ? { maxTokens: Number(maxTokens) } : {}),
+                ...(clusterLoupe.trim() ? { loupe: clusterLoupe.trim().split(/\s+/) } : {}),
+                ...(remoteWs.trim() ? { remoteWorkspace: remoteWs.trim() } : {}),
+                ...(clusterCwd.trim() ? { cwd: clusterCwd.trim() } : {}),
+              });
+              return;
+            }
             void start({ model, bench, data, prompts, dialect, ...(limit ? { limit: Number(limit) } : {}), ...(maxTokens ? { maxTokens: Number(maxTokens) } : {}) });
           }}
         >
@@ -75,7 +113,25 @@ export function NewEvalPanel() {
               <label><input type="checkbox" checked={notool} onChange={(e) => setNotool(e.target.checked)} data-testid="eval-notool" /> notool</label>
             </fieldset>
           )}
-          <button type="submit" className="btn btn-primary" disabled={starting || prompts.length === 0} data-testid="eval-start">Start</button>
+          <fieldset className="prompts" data-testid="eval-cluster">
+            <legend><label><input type="checkbox" checked={onCluster} onChange={(e) => setOnCluster(e.target.checked)} data-testid="eval-on-cluster" /> Run on cluster</label></legend>
+            {onCluster ? (
+              <div className="eval-cluster-fields">
+                <label>Connector<select className="input" value={connector} onChange={(e) => setConnector(e.target.value)} data-testid="eval-cluster-connector">
+                  <option value="">{slurmConnectors.length ? 'Choose a Slurm connector' : 'No Slurm connector: add one on the Training page'}</option>
+                  {slurmConnectors.map((c) => <option key={c} value={c}>{c}</option>)}
+                </select></label>
+                <label>Shards (array tasks)<input className="input" inputMode="numeric" value={shards} onChange={(e) => setShards(e.target.value)} data-testid="eval-cluster-shards" /></label>
+                <label>Run name<input className="input" value={runName} onChange={(e) => setRunName(e.target.value)} placeholder="the merged run" data-testid="eval-cluster-name" /></label>
+                <label>Loupe on the cluster<input className="input" value={clusterLoupe} onChange={(e) => setClusterLoupe(e.target.value)} placeholder="loupe" data-testid="eval-cluster-loupe" /></label>
+                <label>Workspace on the cluster<input className="input" value={remoteWs} onChange={(e) => setRemoteWs(e.target.value)} placeholder="loupe-workspace in the connector's folder" data-testid="eval-cluster-workspace" /></label>
+                <label>Job folder<input className="input" value={clusterCwd} onChange={(e) => setClusterCwd(e.target.value)} placeholder="the connector's" data-testid="eval-cluster-cwd" /></label>
+                <div className="small muted">Model and data folder are as the cluster sees them; one prompt per cluster run (the first ticked).</div>
+              </div>
+            ) : null}
+          </fieldset>
+          {formError ? <div className="error-text" role="alert" data-testid="eval-form-error">{formError}</div> : null}
+          <button type="submit" className="btn btn-primary" disabled={starting || prompts.length === 0} data-testid="eval-start">{onCluster ? 'Submit to cluster' : 'Start'}</button>
         </form>
       ) : null}
       {error ? <div className="error-text" role="alert" data-testid="eval-error">{error}</div> : null}
@@ -85,7 +141,7 @@ export function NewEvalPanel() {
             <li key={p.runId} data-testid="sweep-progress" data-state={p.state}>
               <span className="ellipsis" title={p.runId}>{p.name}</span>
               <progress max={Math.max(1, p.total)} value={p.done} />
-              <span className="small">{p.done}/{p.total || '…'} · {p.state}{p.state === 'running' ? ` · ${eta(p.etaMs)}` : ''}{p.done ? ` · ${((100 * p.correct) / Math.max(1, p.done)).toFixed(0)} % correct so far` : ''}</span>
+              <span className="small">{p.where === 'cluster' ? 'cluster · ' : ''}{p.done}/{p.total || '…'} · {p.state}{p.state === 'running' ? ` · ${eta(p.etaMs)}` : ''}{p.done ? ` · ${((100 * p.correct) / Math.max(1, p.done)).toFixed(0)} % correct so far` : ''}</span>
               {p.error ? <span className="error-text">{p.error}</span> : null}
               {p.state === 'running' || p.state === 'starting' ? <button type="button" className="btn" onClick={() => void cancel(p.runId)}>Cancel</button> : null}
             </li>

@@ -2,11 +2,13 @@ import { useShallow } from 'zustand/react/shallow';
 import { useDemoStore, type EngineKind } from '../../stores/useDemoStore';
 import { ModelPicker } from '../models/ModelPicker';
 import { DevicePicker } from '../models/DevicePicker';
+import { useServedStore } from '../../stores/useServedStore';
 
 const KINDS: Array<{ id: EngineKind; label: string }> = [
   { id: 'replay', label: 'Replay' },
   { id: 'local', label: 'Local model' },
   { id: 'openai', label: 'OpenAI-compatible' },
+  { id: 'served', label: 'Served' },
 ];
 
 /** What is wrong with an OpenAI-compatible server URL, in words (null when it looks right). */
@@ -25,13 +27,15 @@ export function openaiUrlProblem(url: string): string | null {
 
 /** Engine, dialect, prompt and settings. Replay is labelled as what it is: recorded text, real tools. */
 export function EnginePicker() {
-  const s = useDemoStore(useShallow((x) => ({ engineKind: x.engineKind, replayKey: x.replayKey, localModelId: x.localModelId, openaiUrl: x.openaiUrl, openaiModel: x.openaiModel, openaiKey: x.openaiKey, dialect: x.dialect, prompt: x.prompt, stepMode: x.stepMode })));
+  const s = useDemoStore(useShallow((x) => ({ engineKind: x.engineKind, replayKey: x.replayKey, localModelId: x.localModelId, openaiUrl: x.openaiUrl, openaiModel: x.openaiModel, openaiKey: x.openaiKey, servedId: x.servedId, dialect: x.dialect, prompt: x.prompt, stepMode: x.stepMode })));
   const settings = useDemoStore(useShallow((x) => x.settings));
   const sources = useDemoStore(useShallow((x) => x.replaySources));
   const setField = useDemoStore((x) => x.set);
   const setSetting = useDemoStore((x) => x.setSetting);
   const useReplayMedia = useDemoStore((x) => x.useReplayMedia);
   const urlProblem = openaiUrlProblem(s.openaiUrl);
+  const served = useServedStore(useShallow((x) => x.engines));
+  const live = served.filter((e) => e.status === 'ready' || e.status === 'starting');
 
   return (
     <div className="demo-engine">
@@ -63,6 +67,17 @@ export function EnginePicker() {
         <div className="demo-row">
           <ModelPicker value={s.localModelId} onChange={(v) => setField('localModelId', v)} testId="local-model" className="grow" />
           <DevicePicker testId="demo-device" />
+        </div>
+      ) : s.engineKind === 'served' ? (
+        <div className="demo-row">
+          <select className="input grow" value={s.servedId} onChange={(e) => setField('servedId', e.target.value)} data-testid="served-engine" aria-label="Served engine">
+            <option value="">{live.length ? 'Choose a served engine' : 'No served engine: start one on the Models page (Serve a model)'}</option>
+            {live.map((e) => (
+              <option key={e.id} value={e.id} disabled={e.status !== 'ready'}>
+                {e.model} · {e.backend} · {e.where === 'slurm' ? `Slurm${e.jobId ? ` job ${e.jobId}` : ''}` : 'this machine'} · {e.status}
+              </option>
+            ))}
+          </select>
         </div>
       ) : (
         <div className="demo-row">
