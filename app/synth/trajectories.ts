@@ -13,6 +13,7 @@ import { PR_GUIDELINES, prSystemPrompt } from '../protocol/prompts';
 import { prCropGeometry } from '../tools/crop';
 import { presetFor, resizeWithPreset } from '../tools/smartResize';
 import type { SynthSample } from './generate';
+import { questionWithOptions } from '../bench/adapters/options';
 import { Prng, hashSeed } from './prng';
 
 /** Pixel Reasoner's system text with both tools (the protocol module's, re-exported for trainers). */
@@ -129,8 +130,7 @@ function verb(s: SynthSample): string {
 
 /** The first user text: question (with options) plus the guideline. */
 export function userText(s: SynthSample, guideline = PR_VCOT): string {
-  const opts = s.options ? '\n' + s.options.map((o, i) => `(${String.fromCharCode(65 + i)}) ${o}`).join('\n') + '\nAnswer with the option letter.' : '';
-  return `${s.question}${opts}\n\n${guideline}`;
+  return `${questionWithOptions(s.question, s.options)}\n\n${guideline}`;
 }
 
 /**

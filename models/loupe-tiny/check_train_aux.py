@@ -361,9 +361,10 @@ def main():
     checks["crop_target_centre"] = close(c, (0.5, 0.5)) and close(c2, (5 / 18, 17 / 44)) and close(c3, (0.7, 0.75))
     g7 = train.crop_target(rec(answer="7"), (0.4, 0.4, 0.5, 0.5))[1]
     gU = train.crop_target(rec(category="tag-letter", answer="U"), (0.4, 0.4, 0.5, 0.5))[1]
-    checks["crop_target_glyphs"] = gl == [2, 6, 5, 3] and g7 == [7, 36, 36, 36] and gU == [30, 36, 36, 36] and len(train.GLYPHS) == 36
+    g3 = train.crop_target(rec(category="box-dots", answer="3"), (0.4, 0.4, 0.5, 0.5))[1]  # a dot count is one glyph: the number
+    checks["crop_target_glyphs"] = gl == [2, 6, 5, 3] and g7 == [7, 36, 36, 36] and gU == [30, 36, 36, 36] and g3 == [3, 36, 36, 36] and len(train.GLYPHS) == 36
     nones = [train.crop_target(x, (0.4, 0.4, 0.5, 0.5)) for x in
-             (rec(kind="recover"), rec(n_img=1), rec(category="box-dots", answer="3"), rec(answer="12345"), rec(n_spans=1))]
+             (rec(kind="recover"), rec(n_img=1), rec(category="left-of", answer="A"), rec(answer="12345"), rec(n_spans=1))]
     checks["crop_target_none"] = all(x == (None, None) for x in nones)
     if not (checks["crop_target_centre"] and checks["crop_target_glyphs"] and checks["crop_target_none"]):
         checks["crop_target_detail"] = {"centres": [c, c2, c3], "glyphs": [gl, g7, gU], "none": [x[0] for x in nones]}

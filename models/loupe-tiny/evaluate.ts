@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { runEpisode } from '../../app/agent';
 import type { SynthSample } from '../../app/synth/generate';
 import { getScorer } from '../../app/bench/scorers';
+import { questionWithOptions } from '../../app/bench/adapters/options';
 import type { Box, Trajectory } from '../../app/contract/trajectory';
 import type { EngineDtype, EngineDtypeSpec } from '../../app/engines/types';
 import { DTYPE_SUFFIX, ONNX_PARTS, type OnnxPart } from '../../app/engines/local/modelFolder';
@@ -224,7 +225,7 @@ export async function evaluate(opts: {
       dialect,
       // video as prepare.ts feeds it in training: the frame files as one video
       media: s.isVideo ? { videoFrames: (s.frames ?? []).map((f) => path.resolve(opts.data, f)) } : { images: [path.resolve(opts.data, s.image!)] },
-      question: s.question,
+      question: questionWithOptions(s.question, s.options),
       imageOps: ops,
       settings: { prompt: opts.prompt, mode: 'eval', decoding: { temperature: 0, topP: 1, topK: -1 }, limits: { maxTokensPerTurn: 160 } },
     });

@@ -259,7 +259,7 @@ def annotate_video(r, tk):
 
 
 GLYPHS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # + "none" at index len(GLYPHS)
-GLYPH_SLOTS = 4  # ring-digits has 2-4 digits, tag-letter one letter
+GLYPH_SLOTS = 4  # ring-digits has 2-4 digits, tag-letter one letter, box-dots the count (1-9) as one digit
 
 
 def crop_target(r, box):
@@ -269,7 +269,7 @@ def crop_target(r, box):
     if r["kind"] != "zoom" or len(r["images"]) < 2 or r["images"][1]["grid"][0] != 1 or len(r.get("spans", [])) < 2:
         return None, None
     ans = str(r.get("answer", "")).upper()
-    if r.get("category") not in ("ring-digits", "tag-letter") or not (0 < len(ans) <= GLYPH_SLOTS) or any(c not in GLYPHS for c in ans):
+    if r.get("category") not in ("ring-digits", "tag-letter", "box-dots") or not (0 < len(ans) <= GLYPH_SLOTS) or any(c not in GLYPHS for c in ans):
         return None, None
     x1, y1, x2, y2 = box
     px1, py1, px2, py2 = max(0.0, x1 - 0.1), max(0.0, y1 - 0.1), min(1.0, x2 + 0.1), min(1.0, y2 + 0.1)

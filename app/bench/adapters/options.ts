@@ -10,6 +10,17 @@ export function letterOf(index: number): string {
   return l;
 }
 
+/**
+ * The question as the model is asked it: the question, then one "(A) option" line per option and the instruction to
+ * answer with the letter (no options: the question alone). A sample's options are scored by letter, so a model that is
+ * not shown them can only guess; this is the one place that writes them into the prompt (the evaluation loop and
+ * loupe-synth's SFT trajectories both call it).
+ */
+export function questionWithOptions(question: string, options?: readonly string[]): string {
+  if (!options || options.length === 0) return question;
+  return `${question}\n${options.map((o, i) => `(${letterOf(i)}) ${o}`).join('\n')}\nAnswer with the option letter.`;
+}
+
 /** mulberry32 (`app/prng.ts`) seeded from sha256(`${seed}:${key}`): the same (seed, key) always gives the same order. */
 function rngFor(seed: number | string, key: string): () => number {
   return mulberry32(createHash('sha256').update(`${seed}:${key}`).digest().readUInt32LE(0));

@@ -175,6 +175,46 @@ describe('runSweep', () => {
     }
   }, 60_000);
 
+  it('shows a multiple-choice sample its options: one "(A) …" line each, then the letter instruction', async () => {
+    const { ws, ops } = await setup('options');
+    const mc = path.join(tmp, 'bench-mc');
+    await fsp.mkdir(path.join(mc, 'images'), { recursive: true });
+    await fsp.copyFile(path.join(data, 'images', 'q0.png'), path.join(mc, 'images', 'm0.png'));
+    await fsp.writeFile(path.join(mc, 'benchmark.json'), JSON.stringify({ id: 'mini-mc', version: 1, scorer: 'pr.boxed' }));
+    const samples = [
+      { qid: 'm0', question: 'Which tag is on the left?', options: ['K', 'R'], answer: 'B', image: 'images/m0.png' },
+      { qid: 'm1', question: 'How many dots?', answer: '3', image: 'images/m0.png' },
+    ];
+    await fsp.writeFile(path.join(mc, 'samples.jsonl'), samples.map((x) => JSON.stringify(x)).join('\n') + '\n');
+    const seen = new Map<string, string>();
+    const bk: ReplayBook = { file: 'inline', byQid: new Map([['m0', [{ text: '\\boxed{B}' }]], ['m1', [{ text: '\\boxed{3}' }]]]) };
+    const engines: EngineFactory = async () => ({
+      info: { id: 'replay:test', kind: 'scripted', model: 'replay' },
+      engineFor: (s) => {
+        const e = replayEngine(bk, s.qid);
+        const generate = (req: GenerateRequest) => {
+          seen.set(s.qid, JSON.stringify(req.messages));
+          return e.generate(req);
+        };
+        return { info: () => e.info(), dispose: () => e.dispose(), generate } satisfies Engine;
+      },
+      concurrency: 1,
+      dispose: async () => undefined,
+    });
+    const runs = expandPlan({ models: [model], benchmarks: [{ id: 'loupe-synth', data: mc }], settings: { prompt: ['vcot'] } });
+    const out = await runSweep(runs, { store: ws.runs, imageOps: ops, engines });
+    expect(out.map((o) => o.done)).toEqual([2]);
+    expect(seen.get('m0')).toContain(JSON.stringify('Which tag is on the left?\n(A) K\n(B) R\nAnswer with the option letter.').slice(1, -1));
+    expect(seen.get('m1')).toContain('How many dots?');
+    expect(seen.get('m1')).not.toContain('(A)');
+    const recs = (await fsp.readFile(path.join(ws.runs.runDir(runs[0]!.id), 'samples.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { qid: string; question: string; correct: boolean });
+    // the record keeps the question as the benchmark states it (the options have their own field)
+    expect(recs.find((r) => r.qid === 'm0')).toMatchObject({ question: 'Which tag is on the left?', correct: true });
+  }, 60_000);
+
   it('runs a plan of several runs with derived ids; running the plan again resumes them all', async () => {
     const { ws, ops } = await setup('plan');
     const runs = expandPlan({ models: [model], benchmarks: [{ id: 'loupe-synth', data }], settings: { prompt: ['vcot', 'notool'], seed: [0, 1], limit: 3 } });
