@@ -10,15 +10,42 @@ export function letterOf(index: number): string {
   return l;
 }
 
+/** lmms-eval's post-prompt for V* and VSI-Bench's multiple-choice questions (also the last line of V*'s official `text`). */
+export const LMMS_LETTER_PROMPT = "Answer with the option's letter from the given choices directly.";
+
 /**
  * The question as the model is asked it: the question, then one "(A) option" line per option and the instruction to
  * answer with the letter (no options: the question alone). A sample's options are scored by letter, so a model that is
  * not shown them can only guess; this is the one place that writes them into the prompt (the evaluation loop and
- * loupe-synth's SFT trajectories both call it).
+ * loupe-synth's SFT trajectories both call it, through `questionForSample` for benchmark samples).
  */
 export function questionWithOptions(question: string, options?: readonly string[]): string {
   if (!options || options.length === 0) return question;
   return `${question}\n${options.map((o, i) => `(${letterOf(i)}) ${o}`).join('\n')}\nAnswer with the option letter.`;
+}
+
+/**
+ * A benchmark sample's question with its options, in the wording of the harness its numbers are compared with:
+ * - `vstar`: V*'s official `text` layout (question, "(A) …" lines, lmms-eval's letter instruction);
+ * - `vsibench`: lmms-eval's (question, the data's own "A. …" lines, the same instruction);
+ * - `mvbench`: lmms-eval's ("Question: …", "Option:", "(A) …" lines, "Only give the best option.");
+ * - everything else (loupe-synth, VLMEvalKit TSVs, custom files): `questionWithOptions`.
+ * Pixel Reasoner's own parquet questions carry their options in the text and have no `options` field: unchanged.
+ */
+export function questionForSample(s: { bench?: string | undefined; question: string; options?: readonly string[] | undefined }): string {
+  const { question, options } = s;
+  if (!options || options.length === 0) return question;
+  const lines = (fmt: (letter: string, o: string) => string) => options.map((o, i) => fmt(letterOf(i), o)).join('\n');
+  switch (s.bench) {
+    case 'vstar':
+      return `${question}\n${lines((l, o) => `(${l}) ${o}`)}\n${LMMS_LETTER_PROMPT}`;
+    case 'vsibench':
+      return `${question}\n${lines((l, o) => `${l}. ${o}`)}\n${LMMS_LETTER_PROMPT}`;
+    case 'mvbench':
+      return `Question: ${question}\nOption:\n${lines((l, o) => `(${l}) ${o}`)}\nOnly give the best option.`;
+    default:
+      return questionWithOptions(question, options);
+  }
 }
 
 /** mulberry32 (`app/prng.ts`) seeded from sha256(`${seed}:${key}`): the same (seed, key) always gives the same order. */

@@ -20,7 +20,7 @@ import type { Engine, EngineInfo } from '../../engines/types';
 import type { ImageOps } from '../../tools/imageOps';
 import type { BenchSample, LoadOptions } from '../../bench/types';
 import { getAdapter, getScorer, scorerVersions } from '../../bench';
-import { questionWithOptions } from '../../bench/adapters/options';
+import { questionForSample } from '../../bench/adapters/options';
 import { countCalls, runEpisode, type EpisodeEvent, type EpisodeMedia } from '../../agent';
 import { getDialect } from '../../protocol';
 import { isPyVisionDialect, pyvisionVariantOf, type PyVisionVariant } from '../../protocol/pyvision';
@@ -456,7 +456,7 @@ async function runLocked(
             const r = await runPyVisionEpisode({
               engine: lease.engineFor(sample),
               variant: pv,
-              question: questionWithOptions(sample.question, sample.options),
+              question: questionForSample(sample),
               images: pyvisionImages(sample),
               imageOps: opts.imageOps,
               sandbox: opts.codeSandbox!,
@@ -472,7 +472,7 @@ async function runLocked(
             engine: lease.engineFor(sample),
             dialect: dialect!,
             media: episodeMedia(sample),
-            question: questionWithOptions(sample.question, sample.options),
+            question: questionForSample(sample),
             imageOps: opts.imageOps,
             settings: {
               prompt: s.prompt,

@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adapters, BenchDataError, getAdapter } from '../../../app/bench/adapters';
 import { readTsv } from '../../../app/bench/adapters/io';
-import { parseLetteredOptions, seededPermutation } from '../../../app/bench/adapters/options';
+import { parseLetteredOptions, questionForSample, questionWithOptions, seededPermutation } from '../../../app/bench/adapters/options';
 import { getScorer } from '../../../app/bench/scorers';
 import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
@@ -368,5 +368,32 @@ describe('Loupe benchmark folder (loupe-synth)', () => {
     expectWellFormed(samples);
     expect(samples.map((s) => s.qid)).toEqual(gen.samples.map((s) => s.qid));
     expect(samples.map((s) => s.answer)).toEqual(gen.samples.map((s) => s.answer));
+  });
+});
+
+describe('the question a multiple-choice sample is asked (questionForSample)', () => {
+  it("V*: exactly the official test_questions.jsonl text (question, (A) lines, lmms-eval's letter instruction)", async () => {
+    const { samples } = await getAdapter('vstar').load(path.join(FIX, 'vstar/test_questions'));
+    expect(samples.length).toBeGreaterThan(1);
+    for (const s of samples) expect(questionForSample(s)).toBe(s.extra!.text);
+  });
+
+  it('VSI-Bench: the data\'s own "A. …" option strings, as lmms-eval joins them', async () => {
+    const { samples } = await getAdapter('vsibench').load(path.join(FIX, 'vsibench'));
+    const mca = samples.find((s) => s.options)!;
+    const raw = mca.extra!.rawOptions as string[];
+    expect(questionForSample(mca)).toBe(`${mca.question}\n${raw.join('\n')}\nAnswer with the option's letter from the given choices directly.`);
+    const na = samples.find((s) => !s.options)!;
+    expect(questionForSample(na)).toBe(na.question);
+  });
+
+  it('MVBench: lmms-eval\'s "Question: … Option: (A) …" layout; loupe-synth and other files: the plain layout', async () => {
+    const { samples } = await getAdapter('mvbench').load(path.join(FIX, 'mvbench'));
+    const q = questionForSample(samples[0]!);
+    expect(q.startsWith(`Question: ${samples[0]!.question}\nOption:\n(A) ${samples[0]!.options![0]}\n`)).toBe(true);
+    expect(q.endsWith('\nOnly give the best option.')).toBe(true);
+    expect(questionForSample({ bench: 'loupe-synth', question: 'Which tag is on the left?', options: ['K', 'R'] })).toBe(questionWithOptions('Which tag is on the left?', ['K', 'R']));
+    expect(questionWithOptions('Which tag is on the left?', ['K', 'R'])).toBe('Which tag is on the left?\n(A) K\n(B) R\nAnswer with the option letter.');
+    expect(questionForSample({ bench: 'vstar', question: 'q' })).toBe('q');
   });
 });
