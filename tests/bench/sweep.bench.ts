@@ -26,6 +26,7 @@ import { runSweep, replayEngine, type EngineFactory, type ReplayBook } from '../
 import { OpenAIEngine, chatCompletionBody, toOpenAIMessages } from '../../app/engines/openai/openaiEngine';
 import { Workspace } from '../../app/workspace';
 import type { Engine } from '../../app/engines/types';
+import { JsonlAppender, type AppendDurability } from '../../app/workspace/jsonl';
 import { SharpImageOps } from '../../native/image/sharpImageOps';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -89,6 +90,28 @@ const median = (xs: number[]) => {
   const v = [...xs].sort((a, b) => a - b);
   return v.length ? (v[(v.length - 1) >> 1]! + v[v.length >> 1]!) / 2 : NaN;
 };
+
+/**
+ * The record append the runner awaits per sample: fdatasync awaited on every line (durability `each`, what the runner
+ * did) against the line written and synced in the background (`group`, what it does), interleaved rounds.
+ */
+export async function appendModes(tmp: string, rounds = 6, perRound = 40): Promise<Record<string, string | number>> {
+  const rec = { qid: 'q', bench: 'b', question: 'What is the value?', answer: '1', prediction: 'It is \\boxed{1}.', score: 1, correct: true, stop_reason: 'answer', calls: 1, tool_errors: 0, trajectory: { turns: [{ text: 'x'.repeat(2000) }] } };
+  const ms: Record<AppendDurability, number[]> = { each: [], group: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const mode of ['each', 'group'] as const) {
+      const a = await JsonlAppender.open(path.join(tmp, `append-${mode}-${r}.jsonl`), undefined, mode);
+      const t0 = performance.now();
+      for (let i = 0; i < perRound; i++) {
+        await a.append({ ...rec, qid: `q${i}` });
+        await new Promise((res) => setImmediate(res)); // the next sample's work, during which a background sync runs
+      }
+      ms[mode].push((performance.now() - t0) / perRound);
+      await a.close();
+    }
+  }
+  return { engine: 'record append awaited per sample (fdatasync each vs background)', samples: rounds * perRound, each_ms: r1(median(ms.each) * 100) / 100, group_ms: r1(median(ms.group) * 100) / 100, 'each max round': r1(Math.max(...ms.each)) };
+}
 
 /** Concurrency 1: the runner against a raw client sending the runner's own request bodies, interleaved. */
 export async function runnerVsRaw(tmp: string, data: string, url: string, rounds = 5, perRound = 16): Promise<Array<Record<string, string | number>>> {
@@ -195,6 +218,7 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
       const book = replayBook();
       await measure('replay (no model)', replayModel, async () => ({ info: { id: `replay-${c}`, kind: 'scripted', model: 'replay' }, engineFor: (s) => replayEngine(book, s.qid), concurrency: c, dispose: async () => undefined }), c, N);
     }
+    rows.push(await appendModes(tmp));
     server = await startServeModel();
     const url = server.url;
     rows.push(...(await runnerVsRaw(tmp, data, url)));
