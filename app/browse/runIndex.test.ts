@@ -222,6 +222,27 @@ describe('RunIndexService: the index persisted beside the run', () => {
     expect(again.index.size).toBe(30);
   });
 
+  it('warm() loads the persisted indexes in the background, leaves runs without one alone, and a request shares the load', async () => {
+    await writeRun('a', lines(samples(120, 1)));
+    await writeRun('b', lines(samples(80, 2)));
+    const first = svc(filesAt(root));
+    await first.table('a'); // persists a's index only
+    await first.flush();
+    let manifests = 0;
+    const files = filesAt(root);
+    const second = svc({ ...files, readManifest: (id) => (manifests++, files.readManifest(id)) });
+    const warming = second.warm();
+    const during = second.table('a'); // arrives while the warm-up may be loading it: one load, not two
+    await warming;
+    const t = await during;
+    expect(t.origin).toBe('loaded');
+    expect(t.index.size).toBe(120);
+    expect(manifests).toBe(1);
+    expect(await second.table('a')).toBe(t); // already in memory
+    await expect(fsp.access(path.join(root, 'b', INDEX_FILE))).rejects.toThrow(); // b was not indexed by the warm-up
+    expect(manifests).toBe(1);
+  });
+
   it('several runs pool into one index with both runs\' rows', async () => {
     await writeRun(RUN, lines(samples(60)));
     await writeRun('other', lines(samples(40, 8)));

@@ -79,8 +79,35 @@ export class RunIndexService {
     return path.join(this.files.dir(runId), 'samples.jsonl');
   }
 
-  /** Resolves once every index write started so far has finished (tests, benchmarks, shutdown). */
+  private warming: Promise<void> | null = null;
+
+  /**
+   * Load, in the background, the persisted index of every run that has one, so the Runs page's first list and rows
+   * (right after the app starts) find them loaded instead of waiting for them. Runs without samples.idx wait for their
+   * first use (indexing them parses the samples file). A request meanwhile shares the load under way.
+   */
+  warm(): Promise<void> {
+    this.warming ??= (async () => {
+      let ids: string[];
+      try {
+        ids = await this.files.listRunIds();
+      } catch {
+        return;
+      }
+      for (const id of ids) {
+        const persisted = await fsp.access(path.join(this.files.dir(id), INDEX_FILE)).then(
+          () => true,
+          () => false,
+        );
+        if (persisted) await this.table(id).catch(() => undefined);
+      }
+    })();
+    return this.warming;
+  }
+
+  /** Resolves once every index write started so far has finished (tests, benchmarks, shutdown); a warm-up too. */
   async flush(): Promise<void> {
+    await this.warming;
     while (this.persisting.size) await Promise.all([...this.persisting]);
   }
 

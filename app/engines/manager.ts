@@ -21,6 +21,12 @@ export interface EngineRequest {
   threads?: number;
   /** Shown in state events (e.g. the registry's display name). */
   label?: string;
+  /**
+   * Engine processes for this model (default 1), each a full copy with its own threads; requests go to the least busy.
+   * `serve-model` asks for one per core for a small model, so concurrent clients run side by side. Taken when the model
+   * loads: a model already loaded serves with the processes it has.
+   */
+  replicas?: number;
 }
 
 /** A state change of one loaded model, for the UI's engine indicator and for logs. */
@@ -52,12 +58,42 @@ export interface EngineHandle {
   release(): Promise<void>;
 }
 
+/**
+ * A model's engine processes: one (the norm) or several replicas. A request goes to the replica with the fewest in
+ * flight (the first on a tie), so concurrent requests spread over them; each replica runs its requests in order.
+ */
+class EnginePool {
+  private readonly busy: number[];
+  constructor(readonly replicas: LocalEngine[]) {
+    this.busy = replicas.map(() => 0);
+  }
+  info(): EngineInfo {
+    const info = this.replicas[0]!.info();
+    return this.replicas.length > 1 ? { ...info, replicas: this.replicas.length } : info;
+  }
+  async generate(req: GenerateRequest): Promise<GenerateResult> {
+    let i = 0;
+    for (let j = 1; j < this.busy.length; j++) if (this.busy[j]! < this.busy[i]!) i = j;
+    this.busy[i]!++;
+    try {
+      return await this.replicas[i]!.generate(req);
+    } finally {
+      this.busy[i]!--;
+    }
+  }
+  async dispose(): Promise<void> {
+    await Promise.allSettled(this.replicas.map((r) => r.dispose()));
+  }
+}
+
 interface Entry {
   key: string;
   req: EngineRequest & { modelDir: string; device: EngineDevice };
   label: string;
-  ready: Promise<LocalEngine>;
-  engine: LocalEngine | null;
+  ready: Promise<EnginePool>;
+  engine: EnginePool | null;
+  /** Requests in flight at once: the manager's limit, or the replica count when that is higher. */
+  limit: number;
   users: number;
   inFlight: number;
   queue: Array<() => void>;
@@ -81,7 +117,7 @@ export class EngineManager {
     const req = { ...r, modelDir: path.resolve(r.modelDir), device: r.device ?? 'cpu' };
     const entry = this.find(req) ?? this.load(req);
     entry.users++;
-    let engine: LocalEngine;
+    let engine: EnginePool;
     try {
       engine = await entry.ready;
     } catch (err) {
@@ -134,7 +170,8 @@ export class EngineManager {
   private load(req: Entry['req']): Entry {
     const label = req.label ?? path.basename(req.modelDir);
     const started = Date.now();
-    const start = (): Promise<LocalEngine> =>
+    const replicas = Math.max(1, Math.floor(req.replicas ?? 1));
+    const startOne = (): Promise<LocalEngine> =>
       LocalEngine.start({
         transport: this.opts.transport,
         modelDir: req.modelDir,
@@ -144,7 +181,17 @@ export class EngineManager {
         ...(this.opts.idleMs !== undefined ? { idleMs: this.opts.idleMs } : {}),
         ...this.opts.engineOptions,
       });
-    const entry: Entry = { key: keyOf(req), req, label, engine: null, users: 0, inFlight: 0, queue: [], loadMs: 0, ready: start() };
+    const start = async (): Promise<EnginePool> => {
+      const all = await Promise.allSettled(Array.from({ length: replicas }, startOne));
+      const failed = all.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      const ok = all.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      if (failed) {
+        await Promise.allSettled(ok.map((e) => e.dispose()));
+        throw failed.reason;
+      }
+      return new EnginePool(ok);
+    };
+    const entry: Entry = { key: keyOf(req), req, label, engine: null, limit: Math.max(this.limit, replicas), users: 0, inFlight: 0, queue: [], loadMs: 0, ready: start() };
     this.entries.set(entry.key, entry);
     this.emit(entry, 'loading', undefined, `loading ${req.modelDir} on ${req.device}`);
     entry.ready = entry.ready.then(
@@ -173,9 +220,9 @@ export class EngineManager {
   }
 
   /** The engine as users see it: generate waits for a free slot; dispose is the manager's, not the user's. */
-  private limited(e: Entry, engine: LocalEngine): Engine {
+  private limited(e: Entry, engine: EnginePool): Engine {
     const slot = async (): Promise<void> => {
-      if (e.inFlight < this.limit) {
+      if (e.inFlight < e.limit) {
         e.inFlight++;
         return;
       }

@@ -63,6 +63,8 @@ export interface EngineInfo {
   dtype?: EngineDtypeSpec;
   /** Additive: ONNX Runtime intra-op threads per session (local engines); 0 = ONNX Runtime's default. */
   threads?: number;
+  /** Additive: engine processes serving this model when more than one (EngineRequest.replicas). */
+  replicas?: number;
 }
 
 export interface Engine {

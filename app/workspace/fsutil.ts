@@ -19,9 +19,11 @@ export async function fsyncDir(dir: string): Promise<void> {
 /**
  * Write a file atomically: temp file in the same folder, fsync, rename over the target, fsync the folder. A reader
  * (or a crash) sees the old bytes or the new ones, never a part; the temp file never outlives a failed write.
- * `mode` sets the new file's permissions (e.g. 0o600 for secrets), whatever the umask.
+ * `mode` sets the new file's permissions (e.g. 0o600 for secrets), whatever the umask. `durable: false` skips both
+ * fsyncs, for caches that nothing needs after a crash (still never a partial file for a reader).
  */
-export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: { mode?: number } = {}): Promise<void> {
+export async function writeFileAtomic(file: string, data: string | Uint8Array, opts: { mode?: number; durable?: boolean } = {}): Promise<void> {
+  const durable = opts.durable ?? true;
   const dir = path.dirname(file);
   await fsp.mkdir(dir, { recursive: true });
   const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
@@ -30,7 +32,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
     try {
       if (opts.mode !== undefined) await fh.chmod(opts.mode);
       await fh.writeFile(data);
-      await fh.sync();
+      if (durable) await fh.sync();
     } finally {
       await fh.close();
     }
@@ -39,7 +41,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
     await fsp.rm(tmp, { force: true });
     throw err;
   }
-  await fsyncDir(dir);
+  if (durable) await fsyncDir(dir);
 }
 
 export async function exists(p: string): Promise<boolean> {

@@ -171,23 +171,36 @@ export async function repairJsonlTail(file: string, isCompleteRecord: (value: un
 }
 
 /**
- * A single-process appender. Appends are serialized; each resolves after the line is fsync'd.
- * Open with `JsonlAppender.open`, which repairs a torn tail first.
+ * How an appender makes lines durable: `each` resolves every append after its fdatasync (labels, jobs: a person's
+ * action must survive a power cut once acknowledged); `group` resolves once the line is written (in the page cache, so
+ * a killed process loses nothing) and runs fdatasync in the background, one at a time, covering every line written
+ * before it started (a power cut can lose the last lines, which a sweep's resume runs again). `flush()` and `close()`
+ * wait for the lines written so far to be durable.
+ */
+export type AppendDurability = 'each' | 'group';
+
+/**
+ * A single-process appender. Appends are serialized; each resolves after the line is written (and, with durability
+ * `each`, the default, fsync'd). Open with `JsonlAppender.open`, which repairs a torn tail first.
  */
 export class JsonlAppender {
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
   /** Set when a write failed part-way: the tail may be torn, so further appends must reopen (and repair). */
   private broken: Error | null = null;
+  /** The background fdatasync loop (durability `group`), while one runs. */
+  private syncing: Promise<void> | null = null;
+  private syncAgain = false;
 
   private constructor(
     readonly file: string,
     private readonly fh: fsp.FileHandle,
     /** The repair done when this appender opened the file, if any. */
     readonly repair: TailRepair | null,
+    readonly durability: AppendDurability,
   ) {}
 
-  static async open(file: string, isCompleteRecord?: (value: unknown) => boolean): Promise<JsonlAppender> {
+  static async open(file: string, isCompleteRecord?: (value: unknown) => boolean, durability: AppendDurability = 'each'): Promise<JsonlAppender> {
     const repair = await repairJsonlTail(file, isCompleteRecord);
     let fh: fsp.FileHandle;
     try {
@@ -198,10 +211,10 @@ export class JsonlAppender {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       fh = await fsp.open(file, 'a');
     }
-    return new JsonlAppender(file, fh, repair);
+    return new JsonlAppender(file, fh, repair, durability);
   }
 
-  /** Append one record as one line; resolves once it is durable. */
+  /** Append one record as one line; resolves once it is written (durability `each`: once it is durable). */
   append(record: unknown): Promise<void> {
     if (this.closed) return Promise.reject(new Error(`append to ${this.file}: the appender is closed`));
     const line = JSON.stringify(record);
@@ -215,7 +228,8 @@ export class JsonlAppender {
         const { bytesWritten } = await this.fh.write(buf, off, buf.length - off);
         off += bytesWritten;
       }
-      await this.fh.datasync();
+      if (this.durability === 'each') await this.fh.datasync();
+      else this.syncSoon();
     }).catch((err: unknown) => {
       if (!this.broken) this.broken = err instanceof Error ? err : new Error(String(err));
       throw err;
@@ -225,10 +239,39 @@ export class JsonlAppender {
     return next;
   }
 
+  /** Start a background fdatasync, or ask the running one to go once more (it may have started before this write). */
+  private syncSoon(): void {
+    if (this.syncing) {
+      this.syncAgain = true;
+      return;
+    }
+    this.syncing = (async () => {
+      try {
+        do {
+          this.syncAgain = false;
+          await this.fh.datasync();
+        } while (this.syncAgain);
+      } catch (err) {
+        // the lines may not be durable: refuse further appends, as after a failed write
+        if (!this.broken) this.broken = err instanceof Error ? err : new Error(String(err));
+      } finally {
+        this.syncing = null;
+      }
+    })();
+  }
+
+  /** Resolves once every line appended so far is durable; rejects if a background fsync failed. */
+  async flush(): Promise<void> {
+    await this.chain;
+    while (this.syncing) await this.syncing;
+    if (this.broken) throw this.broken;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await this.chain;
+    while (this.syncing) await this.syncing;
     await this.fh.close();
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Runs on disk: `runs/<run-id>/manifest.json` (validated with RunManifestSchema, written atomically)
- * and `runs/<run-id>/samples.jsonl` (append-only SampleRecords, one fsync'd line each).
+ * and `runs/<run-id>/samples.jsonl` (append-only SampleRecords, one line each, written before a sample counts; fsync'd in the background).
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -79,7 +79,9 @@ export class RunHandle {
 
   private writer(): Promise<JsonlAppender> {
     if (this.appender) return Promise.resolve(this.appender);
-    this.opening ??= JsonlAppender.open(this.samplesPath, (v) => SampleRecordSchema.safeParse(v).success).then((a) => {
+    // Group durability: a sample counts once its line is written (a killed process loses nothing written); the fsync
+    // runs in the background, off the next sample's path (a power cut can lose the last lines; resume runs them again).
+    this.opening ??= JsonlAppender.open(this.samplesPath, (v) => SampleRecordSchema.safeParse(v).success, 'group').then((a) => {
       this.appender = a;
       this.repair = a.repair;
       return a;
@@ -93,7 +95,7 @@ export class RunHandle {
     return this.repair;
   }
 
-  /** Validate and append one sample; resolves after it is fsync'd. Returns the record as stored. */
+  /** Validate and append one sample; resolves once it is written (fsync'd in the background, see `writer`). Returns the record as stored. */
   async appendSample(record: SampleRecord | z.input<typeof SampleRecordSchema>): Promise<SampleRecord> {
     const r = SampleRecordSchema.safeParse(record);
     if (!r.success) throw new Error(`run ${this.id}: sample record is invalid, not written (${zodMessage(r.error)})`);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SampleRecord } from '../contract/trajectory';
 import { MediaStore, RunStore, Workspace, defaultWorkspaceDir, isMediaId, parseJsonl, repairJsonlTail, sha256Hex } from './index';
+import { JsonlAppender } from './jsonl';
 
 let tmp: string;
 beforeEach(async () => {
@@ -122,6 +123,72 @@ describe('RunStore', () => {
     const back = await store.readSamples('c');
     expect(back.issues).toEqual([]);
     expect(back.records.map((r) => r.qid).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `q${i}`).sort());
+  });
+});
+
+describe('JsonlAppender durability', () => {
+  /** Counts fdatasync calls on every FileHandle while `fn` runs. */
+  async function countingSyncs<T>(fn: () => Promise<T>): Promise<{ value: T; syncs: number }> {
+    const probe = await fsp.open(path.join(tmp, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+    await probe.close();
+    const real = proto.datasync;
+    let syncs = 0;
+    proto.datasync = function (this: unknown) {
+      syncs++;
+      return real.call(this);
+    };
+    try {
+      return { value: await fn(), syncs };
+    } finally {
+      proto.datasync = real;
+    }
+  }
+
+  it('group: an append resolves once its line is in the file, fsyncs coalesce in the background, flush waits for them', async () => {
+    const file = path.join(tmp, 'g.jsonl');
+    const { syncs } = await countingSyncs(async () => {
+      const a = await JsonlAppender.open(file, undefined, 'group');
+      await Promise.all(Array.from({ length: 30 }, (_, i) => a.append({ i })));
+      // written: another reader sees every line before any flush
+      expect((await fsp.readFile(file, 'utf8')).trim().split('\n')).toHaveLength(30);
+      await a.flush();
+      await a.close();
+    });
+    expect(syncs).toBeGreaterThanOrEqual(1);
+    expect(syncs).toBeLessThan(30);
+  });
+
+  it('each: every append waits for its own fsync', async () => {
+    const file = path.join(tmp, 'e.jsonl');
+    const a = await JsonlAppender.open(file);
+    const { syncs } = await countingSyncs(async () => {
+      for (let i = 0; i < 5; i++) await a.append({ i });
+    });
+    await a.close();
+    expect(syncs).toBe(5);
+  });
+
+  it('group: a failed background fsync refuses later appends and flush reports it; nothing already written is lost', async () => {
+    const file = path.join(tmp, 'f.jsonl');
+    const a = await JsonlAppender.open(file, undefined, 'group');
+    const value = await (async () => {
+      const probe = await fsp.open(path.join(tmp, 'probe2'), 'w');
+      const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+      await probe.close();
+      const real = proto.datasync;
+      proto.datasync = () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+      try {
+        await a.append({ i: 0 });
+        return await a.flush().then(() => 'flushed', (e: Error) => e.message);
+      } finally {
+        proto.datasync = real;
+      }
+    })();
+    expect(value).toMatch(/EIO/);
+    await expect(a.append({ i: 1 })).rejects.toThrow(/earlier write failed.*EIO/);
+    await a.close();
+    expect(await fsp.readFile(file, 'utf8')).toBe('{"i":0}\n');
   });
 });
 

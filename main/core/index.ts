@@ -42,6 +42,8 @@ export interface CoreOptions {
   safeStorage?: SafeStorageAdapter;
   /** The per-user config folder for machine-local keys (default `defaultConfigDir()`; tests give a temp one). */
   configDir?: string;
+  /** Load the runs' persisted indexes in the background at start (the app's doors: the Runs page opens on them). */
+  warmRunIndex?: boolean;
 }
 
 export type EventListener = (event: EventName, payload: unknown) => void;
@@ -144,6 +146,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   });
   const labels = new LabelService(workspace);
   const withLabels = labelledIndex(runIndex, labels);
+  if (opts.warmRunIndex) void runIndex.warm();
   const training = createTrainingService({ workspace, secrets: secretStore.store, secretStore: secretStore.info, packageRoot: repoRoot(), emit, watchStore: true });
 
   // "Run on cluster": Slurm array sweeps merged into one run; sweeps a previous core left running are followed again.

@@ -61,7 +61,7 @@ parent.on('message', (e: ElectronMessageEvent) => {
   const msg = e.data as MainToCore;
   switch (msg.type) {
     case 'init':
-      createCore({ transport: 'electron', ...(msg.workspace ? { workspace: msg.workspace } : {}), safeStorage: safeStorageVia(msg.safeStorage) }).then(
+      createCore({ transport: 'electron', warmRunIndex: true, ...(msg.workspace ? { workspace: msg.workspace } : {}), safeStorage: safeStorageVia(msg.safeStorage) }).then(
         (c) => {
           core = c;
           post({ type: 'ready', workspace: c.workspace });

@@ -7,6 +7,10 @@
  *   wall time into engine time (sum of turn latencies as the client saw them), episode overhead (image import and
  *   resize, parsing, crops: episode latency − engine time) and runner overhead (scoring, the fsync'd append,
  *   scheduling: per-sample wall − episode latency, measured at concurrency 1).
+ * - `runner vs raw client` rows: at concurrency 1, interleaved rounds of (a) the runner and (b) a raw client that
+ *   POSTs the very request bodies the runner sends (captured once beforehand, images already encoded) to the same
+ *   server and reads each stream to its end. Their ratio is the runner's whole cost over the server's: image import
+ *   and resize, request building, parsing, scoring, the record append.
  * - `replay` rows: the same runner with the replay engine (recorded text, no model): the ceiling the runner itself
  *   reaches with real image work (one crop per sample) and real fsync'd appends.
  */
@@ -19,15 +23,17 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { expandPlan, type ModelSpec } from '../../app/sweeps/plan';
 import { runSweep, replayEngine, type EngineFactory, type ReplayBook } from '../../app/sweeps/runner';
-import { OpenAIEngine } from '../../app/engines/openai/openaiEngine';
+import { OpenAIEngine, chatCompletionBody, toOpenAIMessages } from '../../app/engines/openai/openaiEngine';
 import { Workspace } from '../../app/workspace';
+import type { Engine } from '../../app/engines/types';
+import { JsonlAppender, type AppendDurability } from '../../app/workspace/jsonl';
 import { SharpImageOps } from '../../native/image/sharpImageOps';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TINY = path.join(REPO, 'models', 'tiny-random-qwen25vl');
 const N = 64;
 
-async function makeBench(dir: string): Promise<string> {
+export async function makeBench(dir: string): Promise<string> {
   const data = path.join(dir, 'bench');
   await fsp.mkdir(path.join(data, 'images'), { recursive: true });
   await fsp.writeFile(path.join(data, 'benchmark.json'), JSON.stringify({ id: 'sweep-bench', scorer: 'pr.boxed' }));
@@ -44,11 +50,11 @@ async function makeBench(dir: string): Promise<string> {
 
 /** Start `loupe serve-model` (its command module, in a child process) and wait for its URL. */
 /** The bearer key the benchmark's serve-model expects, handed over in the environment (never on argv). */
-const BENCH_KEY = randomBytes(24).toString('hex');
+export const BENCH_KEY = randomBytes(24).toString('hex');
 
-async function startServeModel(): Promise<{ url: string; child: ChildProcess }> {
+export async function startServeModel(model = TINY, extraArgs: string[] = []): Promise<{ url: string; child: ChildProcess; banner: string }> {
   const code = `import { Command } from 'commander'; import { register } from ${JSON.stringify(path.join(REPO, 'main/cli/commands/serveModel.ts'))};
-const p = new Command(); register(p); await p.parseAsync(['node', 'loupe', 'serve-model', ${JSON.stringify(TINY)}, '--port', '0']);`;
+const p = new Command(); register(p); await p.parseAsync(${JSON.stringify(['node', 'loupe', 'serve-model', model, '--port', '0', ...extraArgs])});`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOUPE_API_KEY: BENCH_KEY } });
   let out = '';
   let err = '';
@@ -65,7 +71,7 @@ const p = new Command(); register(p); await p.parseAsync(['node', 'loupe', 'serv
     });
     child.on('exit', (c) => reject(new Error(`serve-model exited (${c}): ${err}`)));
   });
-  return { url, child };
+  return { url, child, banner: out.split('\n')[0] ?? '' };
 }
 
 function replayBook(): ReplayBook {
@@ -80,6 +86,97 @@ function replayBook(): ReplayBook {
 }
 
 const r1 = (x: number) => Math.round(x * 10) / 10;
+const median = (xs: number[]) => {
+  const v = [...xs].sort((a, b) => a - b);
+  return v.length ? (v[(v.length - 1) >> 1]! + v[v.length >> 1]!) / 2 : NaN;
+};
+
+/**
+ * The record append the runner awaits per sample: fdatasync awaited on every line (durability `each`, what the runner
+ * did) against the line written and synced in the background (`group`, what it does), interleaved rounds.
+ */
+export async function appendModes(tmp: string, rounds = 6, perRound = 40): Promise<Record<string, string | number>> {
+  const rec = { qid: 'q', bench: 'b', question: 'What is the value?', answer: '1', prediction: 'It is \\boxed{1}.', score: 1, correct: true, stop_reason: 'answer', calls: 1, tool_errors: 0, trajectory: { turns: [{ text: 'x'.repeat(2000) }] } };
+  const ms: Record<AppendDurability, number[]> = { each: [], group: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const mode of ['each', 'group'] as const) {
+      const a = await JsonlAppender.open(path.join(tmp, `append-${mode}-${r}.jsonl`), undefined, mode);
+      const t0 = performance.now();
+      for (let i = 0; i < perRound; i++) {
+        await a.append({ ...rec, qid: `q${i}` });
+        await new Promise((res) => setImmediate(res)); // the next sample's work, during which a background sync runs
+      }
+      ms[mode].push((performance.now() - t0) / perRound);
+      await a.close();
+    }
+  }
+  return { engine: 'record append awaited per sample (fdatasync each vs background)', samples: rounds * perRound, each_ms: r1(median(ms.each) * 100) / 100, group_ms: r1(median(ms.group) * 100) / 100, 'each max round': r1(Math.max(...ms.each)) };
+}
+
+/** Concurrency 1: the runner against a raw client sending the runner's own request bodies, interleaved. */
+export async function runnerVsRaw(tmp: string, data: string, url: string, rounds = 5, perRound = 16): Promise<Array<Record<string, string | number>>> {
+  const model: ModelSpec = { kind: 'openai', url, model: 'tiny-random-qwen25vl', name: 'tiny' };
+  const plan = (limit: number, name: string) => expandPlan({ models: [model], benchmarks: [{ id: 'loupe-synth', data }], settings: { maxTokensPerTurn: 8, limit }, name });
+  // 1. Capture the bodies: the runner with an engine that records what it would send and answers at once.
+  const bodies: string[] = [];
+  {
+    const ws = await new Workspace(path.join(tmp, 'capture')).init();
+    const capture: Engine = {
+      info: () => ({ id: 'capture', kind: 'openai', model: 'tiny-random-qwen25vl' }),
+      generate: async (req) => {
+        bodies.push(JSON.stringify(chatCompletionBody('tiny-random-qwen25vl', req, await toOpenAIMessages(req.messages))));
+        return { text: 'x', promptTokens: 0, completionTokens: 1, finishReason: 'stop', latencyMs: 0 };
+      },
+      dispose: async () => undefined,
+    };
+    await runSweep(plan(perRound, 'capture'), { store: ws.runs, imageOps: new SharpImageOps(ws.media), engines: async () => ({ info: capture.info(), engineFor: () => capture, concurrency: 1, dispose: async () => undefined }) });
+  }
+  const raw = async (): Promise<number> => {
+    const t0 = performance.now();
+    for (const body of bodies) {
+      const res = await fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_KEY}` }, body });
+      const text = await res.text();
+      if (!res.ok || !text.includes('[DONE]')) throw new Error(`raw client: HTTP ${res.status} ${text.slice(0, 200)}`);
+    }
+    return (performance.now() - t0) / bodies.length;
+  };
+  const runner = async (i: number): Promise<number> => {
+    const ws = await new Workspace(path.join(tmp, `runner-${i}`)).init();
+    const e = new OpenAIEngine({ baseURL: url, model: 'tiny-random-qwen25vl', apiKey: BENCH_KEY, concurrency: 1, timeoutMs: 600_000 });
+    let t0 = 0;
+    let n = 0;
+    // timed from the first sample's start (the run's setup: bench load, manifest, lock, is once per run, not per sample)
+    await runSweep(plan(perRound, `r${i}`), {
+      store: ws.runs,
+      imageOps: new SharpImageOps(ws.media),
+      engines: async () => ({ info: e.info(), engineFor: () => e, concurrency: 1, dispose: () => e.dispose() }),
+      onEvent: (ev) => {
+        if (ev.type === 'sample-start' && t0 === 0) t0 = performance.now();
+        if (ev.type === 'sample') n++;
+      },
+    });
+    return (performance.now() - t0) / n;
+  };
+  await raw(); // warm the server's image cache and both connection paths
+  await runner(-1);
+  const rawMs: number[] = [];
+  const runMs: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    rawMs.push(await raw());
+    runMs.push(await runner(i));
+  }
+  const ratios = rawMs.map((r, i) => runMs[i]! / r);
+  return [
+    {
+      engine: 'runner vs raw client (loopback serve-model, c=1)',
+      concurrency: 1,
+      samples: rounds * perRound,
+      raw_ms_per_sample: r1(median(rawMs)),
+      wall_ms_per_sample: r1(median(runMs)),
+      runner_over_raw: `${(Math.round(median(ratios) * 100) / 100).toFixed(2)}× (rounds ${ratios.map((x) => x.toFixed(2)).join(' ')})`,
+    },
+  ];
+}
 
 export async function bench(): Promise<Array<Record<string, string | number>>> {
   const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-sweep-bench-'));
@@ -121,8 +218,10 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
       const book = replayBook();
       await measure('replay (no model)', replayModel, async () => ({ info: { id: `replay-${c}`, kind: 'scripted', model: 'replay' }, engineFor: (s) => replayEngine(book, s.qid), concurrency: c, dispose: async () => undefined }), c, N);
     }
+    rows.push(await appendModes(tmp));
     server = await startServeModel();
     const url = server.url;
+    rows.push(...(await runnerVsRaw(tmp, data, url)));
     for (const c of [1, 8, 64]) {
       const factory: EngineFactory = async () => {
         const e = new OpenAIEngine({ baseURL: url, model: 'tiny-random-qwen25vl', apiKey: BENCH_KEY, concurrency: c, timeoutMs: 600_000 });

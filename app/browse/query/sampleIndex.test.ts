@@ -223,6 +223,26 @@ describe('SampleIndex rows', () => {
     expect(() => i.row(10)).toThrow(/out of range/);
   });
 
+  it('restored from columns: finds rows by key, takes labels and replaces a re-recorded sample in place (the key map is built on first use)', () => {
+    const src = SampleIndex.from(records.slice(0, 50), 'r');
+    const i = SampleIndex.fromColumns(src.columns(), () => records.slice(0, 50).map(searchableText));
+    expect(i.rowOf('r', records[7]!.qid)).toBe(7);
+    expect(i.rowOf('r', 'no-such-qid')).toBeUndefined();
+    expect(i.applyLabels(new Map([[`r\u001f${records[9]!.qid}`, ['wrong_region']], ['r\u001fmissing', ['x']]]))).toBe(1);
+    expect(i.row(9).labels).toEqual(['wrong_region']);
+    expect(i.row(8).labels).toEqual([]);
+    expect(i.add('r', { ...records[3]!, correct: !records[3]!.correct })).toBe(3);
+    expect(i.size).toBe(50);
+    expect(i.add('r', { ...records[60]! })).toBe(50);
+    expect(i.rowOf('r', records[60]!.qid)).toBe(50);
+  });
+
+  it('refuses restored columns with a row that has no qid', () => {
+    const c = SampleIndex.from(records.slice(0, 5), 'r').columns();
+    c.qid.codes[2] = -1;
+    expect(() => SampleIndex.fromColumns(c, () => [])).toThrow(/row 2 has no qid/);
+  });
+
   it('select = filter → search → sort; facets count values', () => {
     const ids = idx.select({ query: 'bench = vstar', search: 'color', sort: [{ field: 'calls', dir: 'desc' }] });
     const calls = Array.from(ids).map((i) => idx.row(i).calls);

@@ -183,7 +183,11 @@ export class SampleIndex implements QuerySource {
   private textsArr: string[] | undefined = [];
   private textLoader: (() => string[]) | undefined;
   private questions: string[] = [];
-  private readonly byKey = new Map<string, number>();
+  /**
+   * Row of each sample key. Built on first use when the index was restored from columns (`fromColumns`): opening a
+   * 50 000-row run then costs no 50 000 string keys until a label or an added record needs them.
+   */
+  private byKeyMap: Map<string, number> | undefined = new Map<string, number>();
   /** Scan buffers: rows [start, end) joined into one string each, a few MB per chunk. */
   private chunks: ScanChunk[] = [];
   /** Rows from here on changed since the chunks were built. */
@@ -302,15 +306,13 @@ export class SampleIndex implements QuerySource {
     idx.disagreeCol.set(c.disagree);
     for (const [row, m] of c.scores) if (row >= 0 && row < n) idx.scoreMaps[row] = m;
     idx.questions = c.questions;
-    const runs = idx.dicts.run;
-    const qids = idx.dicts.qid;
-    for (let i = 0; i < n; i++) {
-      const run = runs.get(i);
-      const qid = qids.get(i);
-      if (run === undefined || qid === undefined) throw new Error(`row ${i} has no run or qid`);
-      idx.byKey.set(sampleKey(run, qid), i);
-      idx.labelSets.push(undefined);
+    // every row has a run and a qid (the key map, built when first needed, relies on it)
+    for (const f of ['run', 'qid'] as const) {
+      const codes = c[f].codes;
+      for (let i = 0; i < n; i++) if (codes[i]! < 0) throw new Error(`row ${i} has no ${f}`);
     }
+    idx.byKeyMap = undefined;
+    idx.labelSets.length = n;
     idx.n = n;
     idx.textsArr = undefined;
     idx.textLoader = texts;
@@ -408,6 +410,15 @@ export class SampleIndex implements QuerySource {
     d.set(this.disagreeCol);
     this.disagreeCol = d;
     this.cap = c;
+  }
+
+  private get byKey(): Map<string, number> {
+    if (this.byKeyMap) return this.byKeyMap;
+    const m = new Map<string, number>();
+    const runs = this.dicts.run;
+    const qids = this.dicts.qid;
+    for (let i = 0; i < this.n; i++) m.set(sampleKey(runs.get(i)!, qids.get(i)!), i);
+    return (this.byKeyMap = m);
   }
 
   /** Add (or replace) one record; returns its row id. */

@@ -70,6 +70,23 @@ export async function toOpenAIMessages(messages: ChatMessage[]): Promise<Array<{
   return out;
 }
 
+/** The streamed chat-completions request body this engine sends for `req` (the sweep benchmark's raw client sends the same). */
+export function chatCompletionBody(model: string, req: GenerateRequest, messages: Array<{ role: string; content: string | Part[] }>, extraBody?: Record<string, unknown>): Record<string, unknown> {
+  return {
+    model,
+    messages,
+    max_tokens: req.maxTokens,
+    temperature: req.temperature,
+    top_p: req.topP,
+    ...(req.topK > 0 ? { top_k: req.topK } : {}),
+    ...(req.stop.length ? { stop: req.stop } : {}),
+    ...(req.seed !== undefined ? { seed: req.seed } : {}),
+    ...extraBody,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+}
+
 class Semaphore {
   private waiting: Array<() => void> = [];
   private busy = 0;
@@ -145,20 +162,7 @@ export class OpenAIEngine implements Engine {
       latencyMs: Date.now() - t0,
     });
     if (req.signal?.aborted) return cancelled();
-    const messages = await toOpenAIMessages(req.messages);
-    const body: Record<string, unknown> = {
-      model: this.o.model,
-      messages,
-      max_tokens: req.maxTokens,
-      temperature: req.temperature,
-      top_p: req.topP,
-      ...(req.topK > 0 ? { top_k: req.topK } : {}),
-      ...(req.stop.length ? { stop: req.stop } : {}),
-      ...(req.seed !== undefined ? { seed: req.seed } : {}),
-      ...this.o.extraBody,
-      stream: true,
-      stream_options: { include_usage: true },
-    };
+    const body = chatCompletionBody(this.o.model, req, await toOpenAIMessages(req.messages), this.o.extraBody);
     let release: (() => void) | null = null;
     try {
       release = await this.sem.acquire(req.signal);

@@ -106,7 +106,8 @@ async function imageFrom(url: string, cache: MediaCache, roots: string[], where:
     // Content-addressed, and trusted only when this server wrote it: whatever else sits at that name (a planted file
     // of the same size) is replaced. Written atomically so concurrent requests never read a partial file.
     if (!cache.written.has(id)) {
-      await writeFileAtomic(p, buf, { mode: 0o600 });
+      // A cache in a private temp folder that dies with the server: atomic for concurrent readers, no fsync.
+      await writeFileAtomic(p, buf, { mode: 0o600, durable: false });
       cache.written.set(id, { size: buf.length, used: Date.now() });
       cache.bytes += buf.length;
       await evict(cache);

@@ -1,6 +1,6 @@
 /**
  * The sweep runner: runs planned runs (app/sweeps/plan) through the agent loop, scores each sample with its
- * benchmark's reference scorer and appends one fsync'd record per finished sample to the run's samples.jsonl.
+ * benchmark's reference scorer and appends one record per finished sample (written before it counts as done; fsync'd in the background) to the run's samples.jsonl.
  *
  * - concurrency: samples in flight are limited per engine (runs that share a model share its slots);
  * - resume: on start a run's recorded qids are skipped (the store's writer first repairs a torn tail), so a

@@ -58,7 +58,7 @@ export async function runBrowserMode(opts: BrowserModeOptions): Promise<void> {
   const rendererDir = ensureRenderer();
   // Loaded here, not at the top: every `loupe` command loads this file to register `serve`.
   const [{ createCore }, server_] = await Promise.all([import('../../core'), import('../../server')]);
-  const core = await createCore({ workspace: opts.workspace, transport: 'browser' });
+  const core = await createCore({ workspace: opts.workspace, transport: 'browser', warmRunIndex: true });
   const allow = opts.allowOrigins?.length ? { allowOrigins: opts.allowOrigins } : {};
   let server: Awaited<ReturnType<typeof startServer>> | null = null;
   const ports = opts.port !== undefined ? [opts.port] : Array.from({ length: PORT_TRIES }, (_, i) => DEFAULT_PORT + i);

@@ -1,8 +1,10 @@
 /** `loupe serve-model MODEL_DIR` — the local engine as an OpenAI-compatible endpoint on 127.0.0.1. */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { EngineDevice, EngineDtype } from '../../../app/engines/types';
+import { SMALL_MODEL_BYTES } from '../../../app/engines/local/protocol';
 
 export function register(program: Command): void {
   program
@@ -15,20 +17,23 @@ export function register(program: Command): void {
     .option('--dtype <t>', 'fp32 | q8 | q4 | fp16 …', 'fp32')
     .option('--name <id>', 'model id clients send (default: the folder name)')
     .option('--threads <n>', 'ONNX Runtime threads (default: 1 for a small model, else one per core)')
+    .option('--replicas <n>', 'engine processes serving the model, requests spread over them (default: one per core for a small model without --threads, else 1)')
     .option('--api-key-file <file>', 'read the bearer key clients must send from this file (else $LOUPE_API_KEY, else a new one, printed)')
     .option('--image-root <dir>', 'a folder whose files requests may name as local images (repeatable; default: none, data: URLs only)', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--allow-origin <origin>', 'a browser page origin allowed to call, e.g. http://127.0.0.1:5173 (repeatable; default: none)', (v: string, all: string[]) => [...all, v], [] as string[])
-    .action(async (dir: string, o: { port: string; host: string; device: string; dtype: string; name?: string; threads?: string; apiKeyFile?: string; imageRoot: string[]; allowOrigin: string[] }) => {
+    .action(async (dir: string, o: { port: string; host: string; device: string; dtype: string; name?: string; threads?: string; replicas?: string; apiKeyFile?: string; imageRoot: string[]; allowOrigin: string[] }) => {
       // The key never has to be on the command line (any local user can read argv in ps): a file or the environment.
       const given = readApiKey(o.apiKeyFile);
       for (const r of o.imageRoot) if (!fs.statSync(r, { throwIfNoEntry: false })?.isDirectory()) throw new Error(`--image-root ${JSON.stringify(r)} is not a folder`);
       const threads = o.threads === undefined ? undefined : Number(o.threads);
       if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) throw new Error(`--threads must be an integer ≥ 1, got ${JSON.stringify(o.threads)}`);
+      const replicas = o.replicas === undefined ? defaultReplicas(dir, o.device, threads) : Number(o.replicas);
+      if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= 64)) throw new Error(`--replicas must be an integer from 1 to 64, got ${JSON.stringify(o.replicas)}`);
       const [{ serveModel }, { createEngineManager }] = await Promise.all([import('../../../app/engines/serve/serveModel'), import('../../core/wiring')]);
       const engines = await createEngineManager({ isolation: 'process' }); // a crash stays in the child
       const served = await serveModel(
         engines,
-        { modelDir: path.resolve(dir), device: o.device as EngineDevice, dtype: o.dtype as EngineDtype, ...(threads ? { threads } : {}) },
+        { modelDir: path.resolve(dir), device: o.device as EngineDevice, dtype: o.dtype as EngineDtype, ...(threads ? { threads } : {}), replicas },
         {
           host: o.host,
           port: Number(o.port),
@@ -40,7 +45,7 @@ export function register(program: Command): void {
       );
       const { info, server } = served;
       if (info.fallbackReason) console.error(`warning: ${info.fallbackReason}; running on ${info.device}`);
-      console.log(`serving ${info.model} (device ${info.device}, dtype ${JSON.stringify(info.dtype)}, threads ${info.threads === 0 ? 'ORT default' : info.threads}) at ${server.url}`);
+      console.log(`serving ${info.model} (device ${info.device}, dtype ${JSON.stringify(info.dtype)}, threads ${info.threads === 0 ? 'ORT default' : info.threads}${info.replicas ? `, ${info.replicas} engine processes` : ''}) at ${server.url}`);
       console.log(given ? `  api key: from ${given.from}` : `  api key: ${server.apiKey}   (clients send "Authorization: Bearer KEY"; set LOUPE_API_KEY or --api-key-file to choose it)`);
       if (o.imageRoot.length) console.log(`  local images readable under: ${o.imageRoot.map((r) => path.resolve(r)).join(', ')}`);
       const stop = async () => {
@@ -66,4 +71,21 @@ export function readApiKey(file: string | undefined, env: NodeJS.ProcessEnv = pr
     return { key: fromEnv, from: 'LOUPE_API_KEY' };
   }
   return undefined;
+}
+
+/**
+ * Engine processes by default: one per core for a small model on the CPU (its ONNX files together under
+ * SMALL_MODEL_BYTES, where each session runs on one thread, so one process leaves the other cores idle), else one.
+ */
+export function defaultReplicas(dir: string, device: string, threads: number | undefined): number {
+  if (device !== 'cpu' || threads !== undefined) return 1;
+  let bytes = 0;
+  const onnx = path.join(dir, 'onnx');
+  try {
+    for (const f of fs.readdirSync(onnx)) if (f.endsWith('.onnx') || f.endsWith('.onnx_data')) bytes += fs.statSync(path.join(onnx, f)).size;
+  } catch {
+    return 1;
+  }
+  if (bytes === 0 || bytes >= SMALL_MODEL_BYTES) return 1;
+  return Math.max(1, Math.min(8, os.availableParallelism()));
 }

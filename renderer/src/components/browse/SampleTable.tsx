@@ -68,7 +68,9 @@ export function SampleTable() {
             const row = pages[Math.floor(vi.index / PAGE_SIZE)]?.[vi.index % PAGE_SIZE];
             return (
               <div
-                key={vi.key}
+                // Keyed by screen slot, not by row: while scrolling, React rewrites the text of the row elements it
+                // has instead of removing and creating ~50 rows of 11 cells every frame.
+                key={vi.index % items.length}
                 role="row"
                 className={`st-row ${row ? (row.correct ? 'ok' : 'bad') : 'loading'}${row?.disagree ? ' disagree' : ''}`}
                 style={{ gridTemplateColumns: TEMPLATE, transform: `translateY(${vi.start}px)`, height: ROW_H }}

@@ -1,0 +1,92 @@
+/**
+ * serve-model throughput against concurrency on loupe-tiny: the same requests (an image and a question each, seeded,
+ * 16 new tokens) sent one at a time and 8 at a time, interleaved in rounds, to `loupe serve-model` with its default
+ * engine processes (one per core for a small model) and, for comparison, with `--replicas 1`.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
+import { BENCH_KEY, startServeModel } from './sweep.bench';
+import { noiseBytes } from '../support/noise';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const LOUPE_TINY = path.join(REPO, 'models', 'loupe-tiny', 'model');
+const REQUESTS = 24;
+const ROUNDS = 3;
+
+async function bodies(): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < REQUESTS; i++) {
+    const w = 224 + 28 * (i % 4);
+    const png = await sharp(Buffer.from(noiseBytes(w * 224 * 3, i + 1)), { raw: { width: w, height: 224, channels: 3 } }).png().toBuffer();
+    out.push(
+      JSON.stringify({
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } }, { type: 'text', text: `How many objects are in part ${i} of the picture?` }] }],
+        max_tokens: 16,
+        temperature: 0.7,
+        seed: i,
+        stream: true,
+      }),
+    );
+  }
+  return out;
+}
+
+/** Requests per second sending `all` with `c` in flight. */
+async function throughput(url: string, all: string[], c: number): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      for (let i = next++; i < all.length; i = next++) {
+        const res = await fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_KEY}` }, body: all[i] });
+        const text = await res.text();
+        if (!res.ok || !text.includes('[DONE]')) throw new Error(`HTTP ${res.status}: ${text.slice(0, 200)}`);
+      }
+    }),
+  );
+  return (all.length / (performance.now() - t0)) * 1000;
+}
+
+const median = (xs: number[]) => {
+  const v = [...xs].sort((a, b) => a - b);
+  return (v[(v.length - 1) >> 1]! + v[v.length >> 1]!) / 2;
+};
+
+export async function bench(): Promise<Array<Record<string, string | number>>> {
+  const all = await bodies();
+  const servers = [
+    { name: 'default', s: await startServeModel(LOUPE_TINY, ['--dtype', 'q8']) },
+    { name: '--replicas 1', s: await startServeModel(LOUPE_TINY, ['--dtype', 'q8', '--replicas', '1']) },
+  ];
+  try {
+    const r: Record<string, { c1: number[]; c8: number[] }> = {};
+    for (const { name, s } of servers) {
+      r[name] = { c1: [], c8: [] };
+      await throughput(s.url, all.slice(0, 8), 8); // warm: every replica has loaded, images cached
+    }
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const { name, s } of servers) {
+        r[name]!.c1.push(await throughput(s.url, all, 1));
+        r[name]!.c8.push(await throughput(s.url, all, 8));
+      }
+    }
+    const load = os.loadavg()[0]!.toFixed(1);
+    return servers.map(({ name, s }) => {
+      const { c1, c8 } = r[name]!;
+      const ratios = c1.map((x, i) => c8[i]! / x);
+      return {
+        server: `serve-model loupe-tiny q8 ${name}`,
+        engines: /(\d+) engine processes/.exec(s.banner)?.[1] ?? '1',
+        requests: REQUESTS * ROUNDS,
+        c1_req_per_s: Math.round(median(c1) * 100) / 100,
+        c8_req_per_s: Math.round(median(c8) * 100) / 100,
+        c8_over_c1: `${median(ratios).toFixed(2)}× (rounds ${ratios.map((x) => x.toFixed(2)).join(' ')})`,
+        load_1m: load,
+      };
+    });
+  } finally {
+    for (const { s } of servers) s.child.kill('SIGTERM');
+  }
+}
