@@ -71,15 +71,22 @@ class EnginePool {
     const info = this.replicas[0]!.info();
     return this.replicas.length > 1 ? { ...info, replicas: this.replicas.length } : info;
   }
-  async generate(req: GenerateRequest): Promise<GenerateResult> {
+  /** Runs `f` on the least busy replica. */
+  private async onLeastBusy<T>(f: (r: LocalEngine) => Promise<T>): Promise<T> {
     let i = 0;
     for (let j = 1; j < this.busy.length; j++) if (this.busy[j]! < this.busy[i]!) i = j;
     this.busy[i]!++;
     try {
-      return await this.replicas[i]!.generate(req);
+      return await f(this.replicas[i]!);
     } finally {
       this.busy[i]!--;
     }
+  }
+  generate(req: GenerateRequest): Promise<GenerateResult> {
+    return this.onLeastBusy((r) => r.generate(req));
+  }
+  attention(req: AttentionRequest): Promise<AttentionResult> {
+    return this.onLeastBusy((r) => r.attention(req));
   }
   async dispose(): Promise<void> {
     await Promise.allSettled(this.replicas.map((r) => r.dispose()));
