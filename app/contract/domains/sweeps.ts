@@ -40,14 +40,15 @@ export const sweepsCalls = {
     res: z.object({ runIds: z.array(z.string()) }),
   },
   /**
-   * "Run on cluster": one run as a Slurm array job through a saved slurm-ssh connector, one task per shard
-   * (`loupe eval --shard i/n` on the cluster); the shards' files are copied back as they grow and merged into the
-   * one run `name`, followed again after a restart. Progress arrives as `sweeps:progress` with runId = name.
+   * "Run on cluster": one run through a saved connector, one shard per task (`loupe eval --shard i/n` on the
+   * cluster): a Slurm array job through slurm-ssh (files copied back as they grow), or one Ray job per shard through
+   * a Ray connector (files read from the job's log when it ends; `remoteWorkspace` required). The shards are merged
+   * into the one run `name`, followed again after a restart. Progress arrives as `sweeps:progress` with runId = name.
    */
   'sweeps:clusterStart': {
     req: z
       .object({
-        connector: z.string().min(1, 'choose a Slurm connector').max(64),
+        connector: z.string().min(1, 'choose a cluster connector (slurm-ssh or Ray)').max(64),
         /** The run's name (also its id): 1-101 characters of A-Z a-z 0-9 . _ -. */
         name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$/, 'run name: 1-101 characters of A-Z a-z 0-9 . _ - (not starting with . _ -)'),
         shards: z.number().int().min(1).max(1000),

@@ -35,6 +35,8 @@ export interface RaySweepOptions {
   loupe?: string[];
   /** Absolute workspace folder on the cluster's nodes (shared, so a resubmitted shard resumes). */
   remoteWorkspace: string;
+  /** Absolute folder the entrypoint changes to first (default: where Ray starts it). */
+  cwd?: string;
   resources?: JobResources;
   env?: Record<string, string>;
   secretEnv?: Record<string, string>;
@@ -83,6 +85,7 @@ export class RaySweep {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$/.test(o.runName) || /\.shard-\d+of\d+$/.test(o.runName)) throw new Error(`ray sweep: run name ${JSON.stringify(o.runName)} must be 1-101 characters of A-Z a-z 0-9 . _ - (not a shard id)`);
     if (!Number.isInteger(o.shards) || o.shards < 1 || o.shards > 1000) throw new Error(`ray sweep: shards must be a whole number from 1 to 1000, got ${JSON.stringify(o.shards)}`);
     if (!path.posix.isAbsolute(o.remoteWorkspace) || o.remoteWorkspace.split('/').includes('..')) throw new Error(`ray sweep: remoteWorkspace ${JSON.stringify(o.remoteWorkspace)} must be an absolute path without '..'`);
+    if (o.cwd !== undefined && (!path.posix.isAbsolute(o.cwd) || /[\u0000-\u001f\u007f]/.test(o.cwd))) throw new Error(`ray sweep: cwd ${JSON.stringify(o.cwd)} must be an absolute path without control characters`);
     for (const a of o.evalArgs) if (/^--(shard|run|workspace)(=|$)/.test(a)) throw new Error(`ray sweep: ${a} is set by the sweep itself; leave it out of evalArgs`);
   }
 
@@ -95,7 +98,7 @@ export class RaySweep {
     const ws = this.o.remoteWorkspace.replace(/\/+$/, '');
     const argv = [...(this.o.loupe ?? ['loupe']), 'eval', ...this.o.evalArgs, '--run', this.o.runName, '--workspace', ws, '--no-progress', '--json', '--shard', `${i}/${this.o.shards}`];
     const dir = shellLine([`${ws}/runs/${this.shardId(i)}`]);
-    return `${shellLine(argv)} && echo ${SHARD_FILES_BEGIN} && base64 -w0 ${dir}/manifest.json && echo && base64 -w0 ${dir}/samples.jsonl && echo && echo ${SHARD_FILES_END}`;
+    return `${this.o.cwd ? `cd ${shellLine([this.o.cwd])} && ` : ''}${shellLine(argv)} && echo ${SHARD_FILES_BEGIN} && base64 -w0 ${dir}/manifest.json && echo && base64 -w0 ${dir}/samples.jsonl && echo && echo ${SHARD_FILES_END}`;
   }
 
   private async save(): Promise<void> {

@@ -1,9 +1,11 @@
 /**
  * The cluster-sweep service: the one owner of "Run on cluster" in a workspace, used by the core (the Runs page's
- * form, `sweeps:cluster*`) and by `loupe eval --cluster`. It runs a ClusterSweep (one Slurm array job, one task per
- * shard) and keeps, per sweep, in `<workspace>/cluster-sweeps/<name>/`:
- *   job.json     what was asked (connector, shards, eval arguments, remote workspace) and the sweep's state;
- *   record.json  the ClusterSweep's record (array ids, attempts, bytes fetched): following again never resubmits;
+ * form, `sweeps:cluster*`) and by `loupe eval --cluster`. Through a slurm-ssh connector it runs a
+ * ClusterSweep (one Slurm array job, one task per shard, files copied as they grow); through a Ray connector a
+ * RaySweep (one Ray job per shard, files read from the job's log when it ends). Either way it keeps, per sweep, in
+ * `<workspace>/cluster-sweeps/<name>/`:
+ *   job.json     what was asked (connector and its kind, shards, eval arguments, remote workspace) and the state;
+ *   record.json  the sweep's record (array or job ids, attempts, bytes fetched): following again never resubmits;
  *   runs/        the shards' run folders as copied from the cluster (`NAME.shard-<i>of<n>`).
  * The shards are merged, as they grow, into ONE run `runs/NAME` of the workspace (one record per qid, the last one
  * written wins, as `loupe report` merges), which is what the Runs page lists. A core that starts again follows every
@@ -12,18 +14,31 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Connector } from '../../connectors';
+import { RayConnector } from '../../connectors/ray';
 import { SlurmSshConnector } from '../../connectors/slurm';
 import type { RunManifest, SampleRecord, SweepProgress } from '../../contract';
 import { writeFileAtomic } from '../../workspace/fsutil';
 import { RunStore } from '../../workspace/runStore';
 import { loadRunGroup } from '../runner/summary';
 import { ClusterSweep, type ClusterSweepEvent } from './index';
+import { RaySweep, type RaySweepEvent } from './ray';
+
+/** A sweep's events: a Slurm array's or a Ray sweep's (both have submitted / fetched / shard-done / shard-failed). */
+export type AnyClusterSweepEvent = ClusterSweepEvent | RaySweepEvent;
+type ClusterConnector = SlurmSshConnector | RayConnector;
+/** What the service needs of either sweep. */
+interface Sweep {
+  run(): Promise<{ failed: number[] }>;
+  cancel(): Promise<void>;
+}
 
 /** What a sweep was asked to do; enough to follow it again after a restart. */
 export interface ClusterSweepJob {
   version: 1;
   runName: string;
   connector: string;
+  /** The connector's kind when the sweep started (absent in jobs written before Ray sweeps: slurm-ssh). */
+  kind?: 'slurm-ssh' | 'ray';
   shards: number;
   evalArgs: string[];
   loupe: string[];
@@ -44,7 +59,10 @@ export interface ClusterSweepStart {
   evalArgs: string[];
   /** The `loupe` command on the cluster (argv words; default `loupe`). */
   loupe?: string[];
-  /** Absolute workspace folder on the cluster (default `<connector's remote folder>/loupe-workspace`). */
+  /**
+   * Absolute workspace folder on the cluster (default for slurm-ssh: `<connector's remote folder>/loupe-workspace`;
+   * a Ray connector has no folder of its own, so a Ray sweep must name one its nodes share).
+   */
   remoteWorkspace?: string;
   cwd?: string;
   cpus?: number;
@@ -59,7 +77,7 @@ export interface ClusterSweepServiceOptions {
   onProgress?(p: SweepProgress): void;
   onRunChanged?(runId: string): void;
   /** Every ClusterSweep event, for a CLI's log lines. */
-  onEvent?(runName: string, e: ClusterSweepEvent): void;
+  onEvent?(runName: string, e: AnyClusterSweepEvent): void;
   pollMs?: number;
 }
 
@@ -69,7 +87,7 @@ interface Live {
   job: ClusterSweepJob;
   progress: SweepProgress;
   ctrl: AbortController;
-  sweep: ClusterSweep | null;
+  sweep: Sweep | null;
   done: Promise<void>;
   merging: Promise<void>;
 }
@@ -99,10 +117,10 @@ export class ClusterSweepService {
     }
   }
 
-  private async slurm(name: string): Promise<SlurmSshConnector> {
+  private async clusterConnector(name: string): Promise<ClusterConnector> {
     const c = await this.o.connector(name);
-    if (!(c instanceof SlurmSshConnector)) {
-      throw new Error(`connector ${JSON.stringify(name)} is a ${c.kind} connector; "Run on cluster" submits a Slurm array job through a Slurm connector over SSH (slurm-ssh), which also copies the shards' files back`);
+    if (!(c instanceof SlurmSshConnector) && !(c instanceof RayConnector)) {
+      throw new Error(`connector ${JSON.stringify(name)} is a ${c.kind} connector; "Run on cluster" runs through a Slurm connector over SSH (slurm-ssh: one array job, files copied over SSH) or a Ray connector (one Ray job per shard, files read from its log); ${c.kind} cannot bring the shards' files back`);
     }
     return c;
   }
@@ -111,15 +129,17 @@ export class ClusterSweepService {
   async start(req: ClusterSweepStart): Promise<{ runId: string }> {
     if (!NAME_RE.test(req.runName) || /\.shard-\d+of\d+$/.test(req.runName)) throw new Error(`run name ${JSON.stringify(req.runName)}: 1-101 characters of A-Z a-z 0-9 . _ - (not starting with . _ -, not a shard id)`);
     if (this.live.has(req.runName) || (await this.o.runs.hasRun(req.runName)) || (await this.readJob(req.runName))) throw new Error(`a run named ${req.runName} already exists in this workspace; pick another name`);
-    const c = await this.slurm(req.connector);
+    const c = await this.clusterConnector(req.connector);
+    if (c instanceof RayConnector && !req.remoteWorkspace) throw new Error(`connector ${JSON.stringify(req.connector)} is a Ray connector, which has no folder of its own: set the workspace on the cluster (an absolute folder every Ray node shares, so a shard submitted again resumes)`);
     const job: ClusterSweepJob = {
       version: 1,
       runName: req.runName,
       connector: req.connector,
+      kind: c.kind,
       shards: req.shards,
       evalArgs: req.evalArgs,
       loupe: req.loupe?.length ? req.loupe : ['loupe'],
-      remoteWorkspace: req.remoteWorkspace ?? `${c.remoteDir.replace(/\/+$/, '')}/loupe-workspace`,
+      remoteWorkspace: req.remoteWorkspace ?? `${(c as SlurmSshConnector).remoteDir.replace(/\/+$/, '')}/loupe-workspace`,
       ...(req.cwd ? { cwd: req.cwd } : {}),
       ...(req.cpus ? { cpus: req.cpus } : {}),
       state: 'running',
@@ -140,9 +160,9 @@ export class ClusterSweepService {
     return { runId: job.runName };
   }
 
-  private sweepFor(job: ClusterSweepJob, c: SlurmSshConnector, signal: AbortSignal, onEvent?: (e: ClusterSweepEvent) => void): ClusterSweep {
-    return new ClusterSweep({
-      connector: c,
+  private sweepFor(job: ClusterSweepJob, c: ClusterConnector, signal: AbortSignal, onEvent?: (e: AnyClusterSweepEvent) => void): Sweep {
+    if ((job.kind ?? 'slurm-ssh') !== c.kind) throw new Error(`cluster sweep ${job.runName} was started through a ${job.kind ?? 'slurm-ssh'} connector, and connector ${JSON.stringify(job.connector)} is now a ${c.kind} one; it cannot be followed through it`);
+    const common = {
       store: new RunStore(path.join(this.dir(job.runName), 'runs')),
       recordFile: path.join(this.dir(job.runName), 'record.json'),
       runName: job.runName,
@@ -155,11 +175,12 @@ export class ClusterSweepService {
       ...(this.o.pollMs ? { pollMs: this.o.pollMs } : {}),
       signal,
       ...(onEvent ? { onEvent } : {}),
-    });
+    };
+    return c instanceof RayConnector ? new RaySweep({ ...common, connector: c }) : new ClusterSweep({ ...common, connector: c });
   }
 
   /** Follow a job: resolves once its array is submitted (or picked up); the rest runs in the background. */
-  private async follow(job: ClusterSweepJob, c: SlurmSshConnector): Promise<void> {
+  private async follow(job: ClusterSweepJob, c: ClusterConnector): Promise<void> {
     const hadRecord = await fsp.access(path.join(this.dir(job.runName), 'record.json')).then(() => true, () => false);
     const ctrl = new AbortController();
     let submitted!: () => void;
@@ -273,7 +294,7 @@ export class ClusterSweepService {
       const job = await this.readJob(name);
       if (!job || job.state !== 'running') continue;
       try {
-        const c = await this.slurm(job.connector);
+        const c = await this.clusterConnector(job.connector);
         // With a record, following resolves at once (nothing to submit); its errors arrive as progress.
         await this.follow(job, c).catch(() => undefined);
         resumed.push(name);

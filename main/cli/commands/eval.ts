@@ -211,10 +211,10 @@ export function register(program: Command): void {
     .option('--replay-delay-ms <n>', 'replay engines: wait this long per turn', int('--replay-delay-ms'))
     .option('--no-progress', 'no progress bar and no per-sample lines')
     .option('--json', 'print the result as one JSON object on the last stdout line')
-    .option('--cluster <connector>', 'run on a cluster: a Slurm array job through this saved slurm-ssh connector (one task per shard), merged into the run --run; the same command follows it again')
+    .option('--cluster <connector>', 'run on a cluster through this saved connector: slurm-ssh (one array job, a task per shard) or Ray (one Ray job per shard), merged into the run --run; the same command follows it again')
     .option('--shards <n>', 'with --cluster: array tasks (shards)', int('--shards', 1))
     .option('--cluster-loupe <command>', 'with --cluster: the loupe command on the cluster (default: loupe)')
-    .option('--remote-workspace <dir>', "with --cluster: the tasks' workspace on the cluster (default: loupe-workspace in the connector's folder)")
+    .option('--remote-workspace <dir>', "with --cluster: the tasks' workspace on the cluster (slurm-ssh default: loupe-workspace in the connector's folder; required for Ray: a folder the nodes share)")
     .option('--cluster-cwd <dir>', 'with --cluster: working folder of the tasks on the cluster')
     .option('--cluster-cpus <n>', 'with --cluster: CPUs per task', int('--cluster-cpus', 1))
     .action(async (o: EvalCliOptions & import('./evalCluster').EvalClusterOptions) => {

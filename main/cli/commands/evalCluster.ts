@@ -1,6 +1,7 @@
 /**
- * `loupe eval --cluster CONNECTOR --shards N --run NAME …`: the same eval as a Slurm array job through a connector
- * saved in the workspace (Training → Connectors, or `loupe train connectors`), followed to the end in the
+ * `loupe eval --cluster CONNECTOR --shards N --run NAME …`: the same eval as a Slurm array job (slurm-ssh
+ * connector) or one Ray job per shard (Ray connector; `--remote-workspace` required) through a connector saved in
+ * the workspace (Training → Connectors, or `loupe train connectors`), followed to the end in the
  * foreground through the same ClusterSweepService the app's core runs. The shards are merged into the one run NAME
  * of the workspace as they arrive; running the same command again (or opening the app) follows a sweep that is
  * still going from its record instead of submitting it again.
@@ -39,8 +40,9 @@ export async function runEvalCluster(o: EvalCliOptions & EvalClusterOptions, io:
     connector: (name) => training.connector(name),
     onEvent: (_run, e) => {
       if (o.progress === false && e.type === 'fetched') return;
-      if (e.type === 'submitted') say(`submitted array ${e.arrayId} (shards ${e.shards.join(', ')})`);
+      if (e.type === 'submitted') say('arrayId' in e ? `submitted array ${e.arrayId} (shards ${e.shards.join(', ')})` : `shard ${e.shard}: submitted Ray job ${e.jobId}${e.attempt ? ` (submission ${e.attempt + 1})` : ''}`);
       else if (e.type === 'task') say(`shard ${e.shard}: task ${e.taskId} ${e.rawState}`);
+      else if (e.type === 'job') say(`shard ${e.shard}: Ray job ${e.jobId} ${e.rawState}`);
       else if (e.type === 'fetched') say(`shard ${e.shard}: ${e.records} more sample(s) copied`);
       else if (e.type === 'resubmitted') say(`shard ${e.shard}: ${e.reason}; submitted again as ${e.taskId}`);
       else if (e.type === 'shard-failed') say(`shard ${e.shard} failed: ${e.reason}`);

@@ -12,23 +12,25 @@ interface SweepsState {
   starting: boolean;
   subscribe(onRunsChanged: () => void): () => void;
   start(req: { model: string; bench: string; data: string; prompts: Array<'vcot' | 'notool'>; dialect?: SweepDialect; limit?: number; maxTokens?: number; name?: string }): Promise<string[]>;
-  /** "Run on cluster": a Slurm array sweep merged into one run (`sweeps:clusterStart`). */
+  /** "Run on cluster": a Slurm array or Ray sweep merged into one run (`sweeps:clusterStart`). */
   startCluster(req: CallReq<'sweeps:clusterStart'>): Promise<string | null>;
-  /** Saved slurm-ssh connectors, for the cluster form. */
-  slurmConnectors: string[];
+  /** Saved connectors that can run a cluster sweep (slurm-ssh and Ray), for the cluster form. */
+  clusterConnectors: Array<{ name: string; kind: 'slurm-ssh' | 'ray' }>;
   loadConnectors(): Promise<void>;
   cancel(runId: string): Promise<void>;
 }
 
 export const useSweepsStore = create<SweepsState>()((set, get) => ({
   progress: {},
-  slurmConnectors: [],
+  clusterConnectors: [],
   async loadConnectors() {
     try {
       const r = await getClient().call('training:connectors', {});
-      set({ slurmConnectors: r.connectors.filter((c) => c.config?.kind === 'slurm-ssh').map((c) => c.name) });
+      const out: SweepsState['clusterConnectors'] = [];
+      for (const c of r.connectors) if (c.config?.kind === 'slurm-ssh' || c.config?.kind === 'ray') out.push({ name: c.name, kind: c.config.kind });
+      set({ clusterConnectors: out });
     } catch {
-      set({ slurmConnectors: [] });
+      set({ clusterConnectors: [] });
     }
   },
   async startCluster(req) {

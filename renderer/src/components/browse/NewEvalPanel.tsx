@@ -41,9 +41,9 @@ export function NewEvalPanel() {
   const [limit, setLimit] = useState('');
   const [maxTokens, setMaxTokens] = useState('');
   const [dialect, setDialect] = useState<SweepDialect>('pixel-reasoner');
-  // "Run on cluster": a Slurm array job through a saved connector, merged into one run.
+  // "Run on cluster": a Slurm array job or one Ray job per shard through a saved connector, merged into one run.
   const startCluster = useSweepsStore((s) => s.startCluster);
-  const slurmConnectors = useSweepsStore(useShallow((s) => s.slurmConnectors));
+  const clusterConnectors = useSweepsStore(useShallow((s) => s.clusterConnectors));
   const loadConnectors = useSweepsStore((s) => s.loadConnectors);
   const [onCluster, setOnCluster] = useState(false);
   const [connector, setConnector] = useState('');
@@ -56,6 +56,7 @@ export function NewEvalPanel() {
   useEffect(() => {
     if (open) void loadConnectors();
   }, [open, loadConnectors]);
+  const connectorKind = clusterConnectors.find((c) => c.name === connector)?.kind;
   const codeTool = dialect === 'pyvision' || dialect === 'pyvision-rl';
   useEffect(() => subscribe(() => void load()), [subscribe, load]);
   // PyVision has one prompt (its code-tool prompt), so the prompt choice does not apply to it.
@@ -74,9 +75,10 @@ export function NewEvalPanel() {
             setFormError(null);
             if (onCluster) {
               const n = Number(shards);
-              if (!connector) return setFormError('Choose a Slurm connector (add one on the Training page under Connectors).');
+              if (!connector) return setFormError('Choose a cluster connector, Slurm over SSH or Ray (add one on the Training page under Connectors).');
               if (!Number.isInteger(n) || n < 1 || n > 1000) return setFormError(`Shards: ${JSON.stringify(shards)} is not a whole number from 1 to 1000.`);
               if (!runName.trim()) return setFormError('Name the run: the shards are merged into it, and the name follows it again.');
+              if (connectorKind === 'ray' && !remoteWs.trim()) return setFormError('Workspace on the cluster: a Ray connector has no folder of its own; give an absolute folder every Ray node shares.');
               void startCluster({
                 connector,
                 name: runName.trim(),
@@ -118,15 +120,15 @@ export function NewEvalPanel() {
             {onCluster ? (
               <div className="eval-cluster-fields">
                 <label>Connector<select className="input" value={connector} onChange={(e) => setConnector(e.target.value)} data-testid="eval-cluster-connector">
-                  <option value="">{slurmConnectors.length ? 'Choose a Slurm connector' : 'No Slurm connector: add one on the Training page'}</option>
-                  {slurmConnectors.map((c) => <option key={c} value={c}>{c}</option>)}
+                  <option value="">{clusterConnectors.length ? 'Choose a cluster connector' : 'No Slurm or Ray connector: add one on the Training page'}</option>
+                  {clusterConnectors.map((c) => <option key={c.name} value={c.name}>{c.kind === 'ray' ? 'Ray' : 'Slurm'}: {c.name}</option>)}
                 </select></label>
-                <label>Shards (array tasks)<input className="input" inputMode="numeric" value={shards} onChange={(e) => setShards(e.target.value)} data-testid="eval-cluster-shards" /></label>
+                <label>{connectorKind === 'ray' ? 'Shards (Ray jobs)' : 'Shards (array tasks)'}<input className="input" inputMode="numeric" value={shards} onChange={(e) => setShards(e.target.value)} data-testid="eval-cluster-shards" /></label>
                 <label>Run name<input className="input" value={runName} onChange={(e) => setRunName(e.target.value)} placeholder="the merged run" data-testid="eval-cluster-name" /></label>
                 <label>Loupe on the cluster<input className="input" value={clusterLoupe} onChange={(e) => setClusterLoupe(e.target.value)} placeholder="loupe" data-testid="eval-cluster-loupe" /></label>
-                <label>Workspace on the cluster<input className="input" value={remoteWs} onChange={(e) => setRemoteWs(e.target.value)} placeholder="loupe-workspace in the connector's folder" data-testid="eval-cluster-workspace" /></label>
-                <label>Job folder<input className="input" value={clusterCwd} onChange={(e) => setClusterCwd(e.target.value)} placeholder="the connector's" data-testid="eval-cluster-cwd" /></label>
-                <div className="small muted">Model and data folder are as the cluster sees them; one prompt per cluster run (the first ticked).</div>
+                <label>Workspace on the cluster<input className="input" value={remoteWs} onChange={(e) => setRemoteWs(e.target.value)} placeholder={connectorKind === 'ray' ? 'required: a folder the Ray nodes share' : "loupe-workspace in the connector's folder"} data-testid="eval-cluster-workspace" /></label>
+                <label>Job folder<input className="input" value={clusterCwd} onChange={(e) => setClusterCwd(e.target.value)} placeholder={connectorKind === 'ray' ? "Ray's" : "the connector's"} data-testid="eval-cluster-cwd" /></label>
+                <div className="small muted">Model and data folder are as the cluster sees them; one prompt per cluster run (the first ticked).{connectorKind === 'ray' ? " Through Ray, a shard's samples arrive when its job ends (read from the job's log)." : ''}</div>
               </div>
             ) : null}
           </fieldset>
