@@ -20,6 +20,7 @@ import { sweepsHandlers } from './handlers/sweeps';
 import { trainingHandlers } from './handlers/training';
 import { servedHandlers } from './handlers/served';
 import { ServedEngineLauncher } from '../../app/engines/served/launcher';
+import { resolveLoupeNode } from '../../app/engines/served/loupeNode';
 import { ClusterSweepService } from '../../app/sweeps/cluster/service';
 import { openWorkspaceSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';
 import { createTrainingService } from '../../app/training/service';
@@ -106,9 +107,12 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   });
   // Served engines (vLLM, SGLang, transformers serve, loupe serve-model), here or as Slurm jobs: one launcher, whose
   // stopAll() on dispose ends every server and cancels every job (the app quits, `loupe serve` stops).
+  // Backend `loupe` runs this Loupe's CLI; inside Electron (utilityProcess, RunAsNode off) through LOUPE_NODE or a
+  // Node on PATH, else the start is refused with what to set (app/engines/served/loupeNode.ts).
+  const loupeBin = path.join(repoRoot(), 'bin', 'loupe.mjs');
   const served = new ServedEngineLauncher({
-    node: process.execPath,
-    loupeBin: path.join(repoRoot(), 'bin', 'loupe.mjs'),
+    resolveNode: () => resolveLoupeNode({ versions: process.versions, execPath: process.execPath, env: process.env, loupeBin }),
+    loupeBin,
     onEvent: (s) => emit('served:state', s),
     onLog: (id, line) => emit('served:log', { id, line }),
   });

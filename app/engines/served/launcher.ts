@@ -17,7 +17,8 @@ import { isTerminal, type FollowHandle, type JobResources, type JobStatus } from
 import { OpenAIEngine, type OpenAIEngineOptions } from '../openai/openaiEngine';
 import { readFile } from 'node:fs/promises';
 import { shq } from '../../connectors/ssh';
-import { checkPreprocessorBounds, parseServedSpec, renderServedCommand, shellLine, type ServedBackend, type ServedEngineSpec, type ServedEngineSpecInput } from './commands';
+import type { LoupeNode } from './loupeNode';
+import { checkPreprocessorBounds, parseServedSpec, ServedSpecError, renderServedCommand, shellLine, type ServedBackend, type ServedEngineSpec, type ServedEngineSpecInput } from './commands';
 import { sleep } from '../../sleep';
 
 export type ServedStatus = 'starting' | 'ready' | 'error' | 'stopped';
@@ -63,6 +64,12 @@ export interface ServedLauncherOptions {
   /** `node` and the `loupe` entry for backend `loupe` (default: this Node and bin/loupe.mjs next to the app). */
   node?: string;
   loupeBin?: string;
+  /**
+   * Without `node`: which Node runs backend `loupe` on this machine when no Command is given, asked at each start
+   * (the core passes `resolveLoupeNode`: this Node, or inside Electron LOUPE_NODE / a Node on PATH). A refusal is the
+   * start's error, before anything is spawned.
+   */
+  resolveNode?: () => LoupeNode;
   onEvent?: (s: ServedEngineState) => void;
   onLog?: (id: string, line: string) => void;
   /** Lines of log kept per engine (default 2000). */
@@ -400,9 +407,15 @@ export class ServedEngineLauncher {
   start(input: Omit<ServedEngineSpecInput, 'port'> & { port?: number }, placement: ServedPlacement, opts: ServedStartOptions = {}): ServedEngine {
     const port = input.port ?? (placement.kind === 'slurm' ? 20000 + Math.floor(Math.random() * 40000) : -1);
     const spec = parseServedSpec({ ...input, port: port === -1 ? 65535 : port });
+    let node = this.o.node;
+    if (node === undefined && this.o.resolveNode && placement.kind === 'local' && spec.backend === 'loupe' && !spec.launcher) {
+      const r = this.o.resolveNode();
+      if (!r.ok) throw new ServedSpecError(`served engine: ${r.reason}`);
+      node = r.node;
+    }
     const e = new ServedEngine(spec, placement, {
       ...opts,
-      node: this.o.node ?? process.execPath,
+      node: node ?? process.execPath,
       loupeBin: this.o.loupeBin ?? 'loupe',
       logLines: this.o.logLines ?? 2000,
       ...(this.o.onEvent ? { onEvent: this.o.onEvent } : {}),
