@@ -161,7 +161,6 @@ export class ClusterSweepService {
   }
 
   private sweepFor(job: ClusterSweepJob, c: ClusterConnector, signal: AbortSignal, onEvent?: (e: AnyClusterSweepEvent) => void): Sweep {
-    if ((job.kind ?? 'slurm-ssh') !== c.kind) throw new Error(`cluster sweep ${job.runName} was started through a ${job.kind ?? 'slurm-ssh'} connector, and connector ${JSON.stringify(job.connector)} is now a ${c.kind} one; it cannot be followed through it`);
     const common = {
       store: new RunStore(path.join(this.dir(job.runName), 'runs')),
       recordFile: path.join(this.dir(job.runName), 'record.json'),
@@ -295,6 +294,7 @@ export class ClusterSweepService {
       if (!job || job.state !== 'running') continue;
       try {
         const c = await this.clusterConnector(job.connector);
+        if ((job.kind ?? 'slurm-ssh') !== c.kind) throw new Error(`it was started through a ${job.kind ?? 'slurm-ssh'} connector, and connector ${JSON.stringify(job.connector)} is now a ${c.kind} one`);
         // With a record, following resolves at once (nothing to submit); its errors arrive as progress.
         await this.follow(job, c).catch(() => undefined);
         resumed.push(name);

@@ -12,12 +12,15 @@
  *     stop_running_job answer), the jobs end STOPPED and nothing is submitted again;
  *   - the CLI door: `loupe eval --cluster RAYCONN` ends as the merged run.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SweepProgress } from '../../../app/contract';
 import { createCore, type Core } from '../../../main/core';
+import { RayConnector } from '../../../app/connectors/ray';
+import { ClusterSweepService } from '../../../app/sweeps/cluster/service';
+import { RunStore } from '../../../app/workspace/runStore';
 import { startRayShardHead, type RayShardHead } from '../connectors/rayShardHead';
 import { lastJson, makeSynth, readRecords, REPO, runCli } from '../sweeps/helpers';
 import { waitFor } from './helpers';
@@ -157,6 +160,20 @@ describe('Run on cluster through a Ray connector (recorded Ray 2.58 head, entryp
     expect(again.ok && again.result).toEqual({ cancelled: false });
     expect(posts(head)).toHaveLength(2);
   }, 120_000);
+
+  it('a sweep started through one kind of connector is not followed through another of the same name', async () => {
+    const ws = path.join(tmp, 'kind', 'ws');
+    mkdirSync(path.join(ws, 'cluster-sweeps', 'old8'), { recursive: true });
+    writeFileSync(path.join(ws, 'cluster-sweeps', 'old8', 'job.json'), JSON.stringify({ version: 1, runName: 'old8', connector: 'c', shards: 2, evalArgs: [], loupe: ['loupe'], remoteWorkspace: '/shared/ws', state: 'running', createdAt: new Date().toISOString() }));
+    const progress: SweepProgress[] = [];
+    // The job names no kind (written before Ray sweeps): slurm-ssh. The connector of that name is now a Ray one.
+    const service = new ClusterSweepService({ workspace: ws, runs: new RunStore(path.join(ws, 'runs')), connector: async () => new RayConnector({ baseUrl: 'http://127.0.0.1:9', followMode: 'poll' }), onProgress: (p) => progress.push(p) });
+    expect(await service.resumeAll()).toEqual([]);
+    expect(service.list()).toEqual([]);
+    expect(progress.at(-1)).toMatchObject({ runId: 'old8', state: 'error' });
+    expect(progress.at(-1)?.error).toMatch(/cannot follow the cluster sweep: it was started through a slurm-ssh connector, and connector "c" is now a ray one/);
+    await service.dispose();
+  });
 
   it('loupe eval --cluster RAYCONN: the same sweep from the CLI ends as the merged run', async () => {
     head = await startRayShardHead({ cwd: REPO, hold: false });
