@@ -21,6 +21,8 @@ import { trainingHandlers } from './handlers/training';
 import { servedHandlers } from './handlers/served';
 import { ServedEngineLauncher } from '../../app/engines/served/launcher';
 import { resolveLoupeNode } from '../../app/engines/served/loupeNode';
+import { serveModel } from '../../app/engines/serve/serveModel';
+import type { EngineDtype } from '../../app/engines/types';
 import { ClusterSweepService } from '../../app/sweeps/cluster/service';
 import { openWorkspaceSecretStore, type SafeStorageAdapter } from '../../app/connectors/secrets';
 import { createTrainingService } from '../../app/training/service';
@@ -108,10 +110,15 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   // Served engines (vLLM, SGLang, transformers serve, loupe serve-model), here or as Slurm jobs: one launcher, whose
   // stopAll() on dispose ends every server and cancels every job (the app quits, `loupe serve` stops).
   // Backend `loupe` runs this Loupe's CLI; inside Electron (utilityProcess, RunAsNode off) through LOUPE_NODE or a
-  // Node on PATH, else the start is refused with what to set (app/engines/served/loupeNode.ts).
+  // Node on PATH, else in-app: the same server `loupe serve-model` runs, over this core's engines
+  // (app/engines/served/loupeNode.ts).
   const loupeBin = path.join(repoRoot(), 'bin', 'loupe.mjs');
   const served = new ServedEngineLauncher({
     resolveNode: () => resolveLoupeNode({ versions: process.versions, execPath: process.execPath, env: process.env, loupeBin }),
+    inApp: async (spec, apiKey) => {
+      const s = await serveModel(engines, { modelDir: spec.modelDir, device: spec.device, dtype: spec.dtype as EngineDtype, ...(spec.threads !== undefined ? { threads: spec.threads } : {}) }, { host: spec.host, port: spec.port, modelId: spec.modelName, apiKey });
+      return { url: s.server.url, detail: `${s.info.model} (device ${s.info.device}, dtype ${JSON.stringify(s.info.dtype)}) in the app`, close: () => s.close() };
+    },
     loupeBin,
     onEvent: (s) => emit('served:state', s),
     onLog: (id, line) => emit('served:log', { id, line }),

@@ -14,7 +14,7 @@ export const ServedEngineStateSchema = z.object({
   id: z.string(),
   backend: z.enum(SERVED_BACKEND_IDS),
   model: z.string(),
-  where: z.enum(['local', 'slurm']),
+  where: z.enum(['local', 'slurm', 'in-app']),
   status: z.enum(['starting', 'ready', 'error', 'stopped']),
   /** The URL this machine reaches it at (the tunnel's end for Slurm). */
   baseURL: z.string().optional(),

@@ -28,7 +28,8 @@ export interface ServedEngineState {
   id: string;
   backend: ServedBackend;
   model: string;
-  where: 'local' | 'slurm';
+  /** 'in-app': backend loupe served inside the core (no Node to run `loupe serve-model` inside Electron). */
+  where: 'local' | 'slurm' | 'in-app';
   status: ServedStatus;
   /** The base URL this machine reaches it at (`http://127.0.0.1:PORT/v1`; the tunnel's end for Slurm). */
   baseURL?: string;
@@ -60,6 +61,12 @@ export interface ServedStartOptions {
   healthEveryMs?: number;
 }
 
+/**
+ * Serve backend loupe inside this process: `loupe serve-model`'s own server (app/engines/serve) over the core's
+ * engines, bound to spec.host:spec.port with `apiKey`. Resolves once it listens (the model loaded).
+ */
+export type InAppServe = (spec: ServedEngineSpec, apiKey: string) => Promise<{ url: string; detail: string; close(): Promise<void> }>;
+
 export interface ServedLauncherOptions {
   /** `node` and the `loupe` entry for backend `loupe` (default: this Node and bin/loupe.mjs next to the app). */
   node?: string;
@@ -70,6 +77,8 @@ export interface ServedLauncherOptions {
    * start's error, before anything is spawned.
    */
   resolveNode?: () => LoupeNode;
+  /** When `resolveNode` finds no Node (and LOUPE_NODE is not set wrong): serve backend loupe in-app instead. */
+  inApp?: InAppServe;
   onEvent?: (s: ServedEngineState) => void;
   onLog?: (id: string, line: string) => void;
   /** Lines of log kept per engine (default 2000). */
@@ -99,6 +108,7 @@ export class ServedEngine {
   private st: ServedEngineState;
   private stopping = false;
   private child: ChildProcess | null = null;
+  private inApp: { close(): Promise<void> } | null = null;
   private tunnel: SshTunnel | null = null;
   private follow: FollowHandle | null = null;
   private monitor: NodeJS.Timeout | null = null;
@@ -109,13 +119,13 @@ export class ServedEngine {
   constructor(
     spec: ServedEngineSpec,
     readonly placement: ServedPlacement,
-    private readonly opts: ServedStartOptions & { node: string; loupeBin: string; logLines: number; onEvent?: (s: ServedEngineState) => void; onLog?: (id: string, line: string) => void },
+    private readonly opts: ServedStartOptions & { node: string; loupeBin: string; logLines: number; inApp?: boolean; onEvent?: (s: ServedEngineState) => void; onLog?: (id: string, line: string) => void },
   ) {
     this.spec = spec;
     this.id = `${spec.modelName}@${placement.kind}-${randomBytes(3).toString('hex')}`;
     const cmd = renderServedCommand(spec, { node: opts.node, loupeBin: opts.loupeBin });
     this.apiKey = cmd.apiKeyEnv ? (opts.apiKey ?? randomBytes(24).toString('hex')) : undefined;
-    this.st = { id: this.id, backend: spec.backend, model: spec.modelName, where: placement.kind, status: 'starting', startedAt: Date.now(), message: 'starting' };
+    this.st = { id: this.id, backend: spec.backend, model: spec.modelName, where: opts.inApp ? 'in-app' : placement.kind, status: 'starting', startedAt: Date.now(), message: 'starting' };
   }
 
   state(): ServedEngineState {
@@ -345,11 +355,33 @@ export class ServedEngine {
    * Stop the server: end the process group, or close the tunnel and cancel the job. Idempotent. `failed` keeps the
    * engine in state error with that message (a start that failed is cleaned up, not reported as a clean stop).
    */
+  /** Backend loupe inside the core: the same server `loupe serve-model` runs, the same states, health, log and stop. */
+  async startInApp(serve: InAppServe): Promise<void> {
+    const s = this.spec;
+    this.addText(`$ (in the app) loupe serve-model ${shellLine([s.modelDir])} --host ${s.host} --port ${s.port} --device ${s.device} --dtype ${shellLine([s.dtype])} --name ${s.modelName}${s.threads !== undefined ? ` --threads ${s.threads}` : ''}\n`);
+    this.set({ status: 'starting', baseURL: `http://${s.host === '0.0.0.0' ? '127.0.0.1' : s.host}:${s.port}/v1`, message: `loading ${s.modelDir} in the app` });
+    const h = await serve(s, this.apiKey!);
+    if (this.stopping) {
+      await h.close();
+      throw new Error('stopped while loading');
+    }
+    this.inApp = h;
+    this.addText(`serving ${h.detail} at ${h.url}\n`);
+    await this.waitHealthy(() => null);
+    this.set({ status: 'ready' });
+    this.startMonitor(() => null);
+  }
+
   async stop(failed?: string): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     this.stopMonitor();
     const errors: string[] = [];
+    if (this.inApp) {
+      const h = this.inApp;
+      this.inApp = null;
+      await h.close().catch((e: unknown) => errors.push(`closing the in-app server: ${e instanceof Error ? e.message : String(e)}`));
+    }
     if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
       const child = this.child;
       const gone = new Promise<void>((r) => child.once('exit', () => r()));
@@ -408,16 +440,19 @@ export class ServedEngineLauncher {
     const port = input.port ?? (placement.kind === 'slurm' ? 20000 + Math.floor(Math.random() * 40000) : -1);
     const spec = parseServedSpec({ ...input, port: port === -1 ? 65535 : port });
     let node = this.o.node;
+    let inApp: InAppServe | undefined;
     if (node === undefined && this.o.resolveNode && placement.kind === 'local' && spec.backend === 'loupe' && !spec.launcher) {
       const r = this.o.resolveNode();
-      if (!r.ok) throw new ServedSpecError(`served engine: ${r.reason}`);
-      node = r.node;
+      if (r.ok) node = r.node;
+      else if (this.o.inApp && !r.explicit) inApp = this.o.inApp;
+      else throw new ServedSpecError(`served engine: ${r.reason}`);
     }
     const e = new ServedEngine(spec, placement, {
       ...opts,
       node: node ?? process.execPath,
       loupeBin: this.o.loupeBin ?? 'loupe',
       logLines: this.o.logLines ?? 2000,
+      ...(inApp ? { inApp: true } : {}),
       ...(this.o.onEvent ? { onEvent: this.o.onEvent } : {}),
       ...(this.o.onLog ? { onLog: this.o.onLog } : {}),
     });
@@ -426,7 +461,8 @@ export class ServedEngineLauncher {
       try {
         if (placement.kind === 'local') {
           if (port === -1) (e.spec as { port: number }).port = await freeLocalPort();
-          await e.startLocal();
+          if (inApp) await e.startInApp(inApp);
+          else await e.startLocal();
         } else {
           await e.startSlurm(placement);
         }

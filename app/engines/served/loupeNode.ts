@@ -7,8 +7,9 @@
  *   1. `LOUPE_NODE`, when set: that Node (it must be an absolute path to a Node >= 20.19);
  *   2. the first `node` on PATH that is >= 20.19;
  * and only when Loupe's CLI entry is a real file outside the asar (Electron on a clone, `npm start`; a packaged app
- * ships no CLI). Otherwise the start is refused with a sentence that names what to set (the Command field, or
- * LOUPE_NODE), before anything is spawned.
+ * ships no CLI). Otherwise the core serves the model in-app (launcher `inApp`: the same server, where 'in-app'); a
+ * launcher without that refuses the start with a sentence naming what to set (Command, or LOUPE_NODE), before anything
+ * is spawned. A LOUPE_NODE that is set but wrong is always refused: it was asked for.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,7 +17,8 @@ import path from 'node:path';
 
 export const MIN_NODE: readonly [number, number] = [20, 19];
 
-export type LoupeNode = { ok: true; node: string; source: 'this-node' | 'LOUPE_NODE' | 'PATH' } | { ok: false; reason: string };
+/** `explicit`: LOUPE_NODE was set and is wrong (refused even where the core could serve in-app: it was asked for). */
+export type LoupeNode = { ok: true; node: string; source: 'this-node' | 'LOUPE_NODE' | 'PATH' } | { ok: false; reason: string; explicit?: true };
 
 export interface LoupeNodeEnv {
   /** `process.versions` (Electron sets `electron`). */
@@ -60,9 +62,9 @@ export function resolveLoupeNode(e: LoupeNodeEnv): LoupeNode {
   }
   const fromEnv = e.env.LOUPE_NODE;
   if (fromEnv !== undefined && fromEnv !== '') {
-    if (!path.isAbsolute(fromEnv)) return { ok: false, reason: `${head}. LOUPE_NODE=${JSON.stringify(fromEnv)} must be an absolute path to a ${WANT}` };
+    if (!path.isAbsolute(fromEnv)) return { ok: false, explicit: true, reason: `${head}. LOUPE_NODE=${JSON.stringify(fromEnv)} must be an absolute path to a ${WANT}` };
     const v = probe(fromEnv);
-    if (!nodeVersionOk(v)) return { ok: false, reason: `${head}. LOUPE_NODE=${JSON.stringify(fromEnv)} is ${v ? `Node ${v}` : 'not a Node that answers --version'}; set it to a ${WANT}, or fill in Command` };
+    if (!nodeVersionOk(v)) return { ok: false, explicit: true, reason: `${head}. LOUPE_NODE=${JSON.stringify(fromEnv)} is ${v ? `Node ${v}` : 'not a Node that answers --version'}; set it to a ${WANT}, or fill in Command` };
     return { ok: true, node: fromEnv, source: 'LOUPE_NODE' };
   }
   const win = (e.platform ?? process.platform) === 'win32';

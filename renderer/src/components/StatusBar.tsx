@@ -14,7 +14,7 @@ export function StatusBar() {
     if (connected) void initServed();
   }, [connected, initServed]);
   // Served engines still of interest: running or starting, and the last word of one that ended.
-  const servedText = served.map((e) => `${e.model} (${e.where === 'slurm' ? 'Slurm' : 'local'}) ${e.status}`).join(', ');
+  const servedText = served.map((e) => `${e.model} (${e.where === 'slurm' ? 'Slurm' : e.where === 'in-app' ? 'in the app' : 'local'}) ${e.status}`).join(', ');
   const engineText = engine ? `${engine.status}${engine.model ? ` · ${engine.model}` : ''}${engine.device ? ` · ${engine.device}` : ''}` : '…';
   return (
     <footer className="statusbar" data-testid="statusbar">

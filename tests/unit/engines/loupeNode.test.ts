@@ -60,6 +60,10 @@ describe('the Node that runs loupe serve-model', () => {
     };
     expect(why({ LOUPE_NODE: 'node', PATH: goodDir })).toMatch(/LOUPE_NODE="node" must be an absolute path to a Node >= 20\.19/);
     expect(why({ LOUPE_NODE: path.join(oldDir, 'node'), PATH: goodDir })).toMatch(/is Node v18\.19\.0; set it to a Node >= 20\.19, or fill in Command/);
+    // A LOUPE_NODE that is set but wrong is marked explicit (the core refuses it rather than serving in-app); a Node
+    // missing from PATH is not.
+    expect(resolveLoupeNode({ ...base, env: { LOUPE_NODE: path.join(oldDir, 'node') } })).toMatchObject({ ok: false, explicit: true });
+    expect(resolveLoupeNode({ ...base, env: { PATH: oldDir } })).not.toHaveProperty('explicit');
     expect(why({ LOUPE_NODE: path.join(tmp, 'nowhere', 'node') })).toMatch(/is not a Node that answers --version/);
   });
 

@@ -74,7 +74,7 @@ export function EnginePicker() {
             <option value="">{live.length ? 'Choose a served engine' : 'No served engine: start one on the Models page (Serve a model)'}</option>
             {live.map((e) => (
               <option key={e.id} value={e.id} disabled={e.status !== 'ready'}>
-                {e.model} · {e.backend} · {e.where === 'slurm' ? `Slurm${e.jobId ? ` job ${e.jobId}` : ''}` : 'this machine'} · {e.status}
+                {e.model} · {e.backend} · {e.where === 'slurm' ? `Slurm${e.jobId ? ` job ${e.jobId}` : ''}` : e.where === 'in-app' ? 'this machine (in the app)' : 'this machine'} · {e.status}
               </option>
             ))}
           </select>

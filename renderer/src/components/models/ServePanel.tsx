@@ -173,7 +173,7 @@ export function ServePanel() {
             {s.engines.map((e) => (
               <tr key={e.id} data-testid={`served-row-${e.model}`}>
                 <td><div>{e.model}</div><div className="muted">{e.backend}</div></td>
-                <td>{e.where === 'local' ? `this machine${e.pid ? ` · pid ${e.pid}` : ''}` : `Slurm${e.jobId ? ` job ${e.jobId}` : ''}${e.node ? ` on ${e.node}` : ''}`}</td>
+                <td>{e.where === 'in-app' ? 'this machine · in the app' : e.where === 'local' ? `this machine${e.pid ? ` · pid ${e.pid}` : ''}` : `Slurm${e.jobId ? ` job ${e.jobId}` : ''}${e.node ? ` on ${e.node}` : ''}`}</td>
                 <td><span data-testid={`served-state-${e.model}`}>{e.status}</span>{e.message ? <div className="muted served-message">{e.message}</div> : null}</td>
                 <td className="muted">{e.baseURL ?? '—'}</td>
                 <td className="models-actions">
