@@ -80,9 +80,13 @@ describe('Demo · attention map of a crop step (loupe-tiny)', () => {
     await view.close();
     // the model card on the Models page carries the measure (models/loupe-tiny/model/attention.json)
     await page.getByTestId('nav-models').click();
-    const line = page.getByTestId('model-attention-loupe-tiny');
+    const summary = page.getByTestId('model-attention-loupe-tiny-summary');
+    await summary.waitFor();
+    expect((await summary.textContent())?.trim()).toMatch(/^Where it looks: layer \d · \d+\.\d % in the target box \(uniform \d+\.\d %\) · peak on it \d+\.\d %$/);
+    await summary.click(); // the full sentence folds out
+    const line = page.getByTestId('model-attention-loupe-tiny-full');
     await line.waitFor();
-    expect(await line.textContent()).toMatch(/^Where it looks \(loupe-synth seed \d+, 40 image scenes that need a zoom\): layer \d puts \d+\.\d % of its image attention inside the target box \(uniform map \d+\.\d %, tiny-random-qwen25vl \d+\.\d %\)/);
+    expect((await line.textContent())?.trim()).toMatch(/^Where it looks \(loupe-synth seed \d+, 40 image scenes that need a zoom\): layer \d puts \d+\.\d % of its image attention inside the target box \(uniform map \d+\.\d %, tiny-random-qwen25vl \d+\.\d %\)/);
     await screenshot(page, 'attention-models-card');
     expect(errors).toEqual([]);
   }, 300_000);

@@ -77,9 +77,9 @@ export function AttentionControls({ source, turnIndex }: { source: { runId: stri
   const setView = useAttentionStore((s) => s.set);
   const maps = entry?.maps;
   const max = useMemo(() => (maps ? Math.max(...layerMap(maps, layer)) : 0), [maps, layer]);
-  const stop = (e: { stopPropagation(): void }) => e.stopPropagation();
+  // Clicks here reach the card too: the map shows under the active step, so using a step's controls selects it.
   return (
-    <div className="tv-attn" data-testid="attention-controls" onClick={stop}>
+    <div className="tv-attn" data-testid="attention-controls">
       {!entry || entry.status === 'error' ? (
         <button type="button" className="btn btn-sm" data-testid="attention-load" onClick={() => void load(source.runId, source.branch, turnIndex)} title="Attention from the tokens that wrote this box onto the image (local ONNX models)">
           Where it looked
