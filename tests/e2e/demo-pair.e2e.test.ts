@@ -159,6 +159,8 @@ describe('Demo side by side in browser mode (loupe-tiny on the CPU)', () => {
     await page.getByTestId('compare-traj-0').waitFor();
     await page.getByTestId('compare-traj-1').waitFor();
     await expect(page.getByTestId('compare-names').textContent()).resolves.toMatch(/A = .*A: loupe-tiny · vcot.*B = .*B: loupe-tiny · notool/);
+    // Demo questions have no answer key: both sides say so instead of "wrong"
+    await expect(page.getByTestId('compare-side-by-side').locator('h3 .pill').allTextContents()).resolves.toEqual(['unscored', 'unscored']);
     await screenshot(page, 'demo-pair-compare');
     expect(errors).toEqual([]);
   });

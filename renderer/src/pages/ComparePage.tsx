@@ -98,7 +98,7 @@ export function ComparePage({ a, b, pick }: { a: string; b: string; pick?: strin
                 const rec = pair[i];
                 return (
                   <div key={run} className="card">
-                    <h3>{i === 0 ? 'A' : 'B'} · {picked} {rec ? (rec.correct ? <span className="pill ok">correct</span> : <span className="pill bad">wrong</span>) : null}</h3>
+                    <h3>{i === 0 ? 'A' : 'B'} · {picked} {rec ? (rec.answer === null || rec.answer === undefined ? <span className="pill" title="this sample has no answer key (a Demo question), so it is not scored">unscored</span> : rec.correct ? <span className="pill ok">correct</span> : <span className="pill bad">wrong</span>) : null}</h3>
                     {rec ? (
                       <>
                         <p className="muted small">extracted <code>{JSON.stringify(rec.extracted ?? null)}</code> · truth <code>{JSON.stringify(rec.answer)}</code> · {rec.calls} call(s) · {rec.stop_reason}</p>
