@@ -235,5 +235,9 @@ describe('the Electron door (production bundles under the Electron harness)', ()
     expect(core.child.exitCode).toBe(0);
     expect(h.recorder.find('harness.killCore')).toEqual([]);
     expect(h.recorder.find('utilityProcess.fork')).toHaveLength(2);
+    // Cmd+Q / app.quit(): main holds the quit until the core has shut down (its dispose stops served engines and
+    // cancels their Slurm jobs), then quits once.
+    expect(h.recorder.find('harness.beforeQuit').map((c) => c.args[0])).toEqual(['prevented']);
+    await expect.poll(() => h.recorder.find('app.quit').length).toBe(1);
   });
 });

@@ -428,7 +428,9 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
       if (closed) return;
       closed = true;
       // Quit as Electron does: before-quit, the windows close, window-all-closed (main then shuts the core down).
-      fake.app.emit('before-quit', new FakeEvent());
+      const beforeQuit = new FakeEvent();
+      fake.app.emit('before-quit', beforeQuit);
+      r.rec('harness.beforeQuit', beforeQuit.defaultPrevented ? 'prevented' : 'allowed');
       for (const p of pages) await p.close().catch(() => undefined);
       fake.app.emit('window-all-closed', new FakeEvent());
       for (const u of utilities) {
