@@ -20,8 +20,8 @@ import type { RunStore } from '../../workspace/runStore';
 import { shardSuffix } from '../plan';
 import { loadRunGroup, summarize, type RunSummary } from '../runner/summary';
 
-export interface ClusterSweepOptions {
-  connector: SlurmSshConnector;
+/** What a cluster sweep takes whatever runs it (a Slurm array here, one Ray job per shard in `ray.ts`). */
+export interface ClusterSweepBase {
   /** The local workspace's run store: shard folders land in it. */
   store: RunStore;
   /** Where the sweep's record is kept locally (JSON). */
@@ -33,18 +33,24 @@ export interface ClusterSweepOptions {
   evalArgs: string[];
   /** The `loupe` command on the cluster (argv prefix), e.g. ['node', '/opt/loupe/bin/loupe.mjs'] (default ['loupe']). */
   loupe?: string[];
-  /** Absolute workspace folder on the cluster, shared by the tasks. */
+  /** Absolute workspace folder on the cluster, shared by the tasks (so a resubmitted shard resumes). */
   remoteWorkspace: string;
+  /** Absolute folder the tasks change to first. */
   cwd?: string;
   resources?: JobResources;
   /** Environment of the tasks (e.g. LOUPE_API_KEY for a served engine goes in `secretEnv`). */
   env?: Record<string, string>;
   secretEnv?: Record<string, string>;
-  /** Submissions per shard after the first (default 3); beyond that the shard is reported failed. */
+  /** Submissions per shard after the first; beyond that the shard is reported failed. */
   maxResubmits?: number;
   /** Poll period (default 2 s). */
   pollMs?: number;
-  /** A task slurmctld no longer lists, this many polls in a row, is treated as lost (default 3). */
+}
+
+export interface ClusterSweepOptions extends ClusterSweepBase {
+  connector: SlurmSshConnector;
+  /** Submissions per shard after the first (default 3). */
+  maxResubmits?: number;
   lostAfter?: number;
   onEvent?: (e: ClusterSweepEvent) => void;
   signal?: AbortSignal;

@@ -14,35 +14,20 @@ import { promises as fsp } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { RayConnector } from '../../connectors/ray';
-import { isTerminal, type JobResources } from '../../connectors/types';
+import { isTerminal } from '../../connectors/types';
+import type { ClusterSweepBase } from './index';
 import { shellLine } from '../../engines/served/commands';
 import { writeFileAtomic } from '../../workspace/fsutil';
-import type { RunStore } from '../../workspace/runStore';
 import { shardSuffix } from '../plan';
 import { loadRunGroup, summarize, type RunSummary } from '../runner/summary';
 
 export const SHARD_FILES_BEGIN = 'LOUPE_SHARD_FILES_BEGIN';
 export const SHARD_FILES_END = 'LOUPE_SHARD_FILES_END';
 
-export interface RaySweepOptions {
+export interface RaySweepOptions extends ClusterSweepBase {
   connector: Pick<RayConnector, 'submit' | 'status' | 'logs' | 'cancel'>;
-  /** Where the shards' folders are written (a run store of shard copies). */
-  store: RunStore;
-  recordFile: string;
-  runName: string;
-  shards: number;
-  evalArgs: string[];
-  loupe?: string[];
-  /** Absolute workspace folder on the cluster's nodes (shared, so a resubmitted shard resumes). */
-  remoteWorkspace: string;
-  /** Absolute folder the entrypoint changes to first (default: where Ray starts it). */
-  cwd?: string;
-  resources?: JobResources;
-  env?: Record<string, string>;
-  secretEnv?: Record<string, string>;
   /** Submissions per shard after the first (default 2). */
   maxResubmits?: number;
-  pollMs?: number;
   onEvent?: (e: RaySweepEvent) => void;
   signal?: AbortSignal;
   /** The submission id of a shard's k-th submission (default `loupe-sweep-NAME-<i>of<n>-<k>-<random>`). */
