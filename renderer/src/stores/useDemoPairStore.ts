@@ -9,7 +9,7 @@
 import { create } from 'zustand';
 import type { Box, DemoEvent, DemoPair, DemoPairSide, ExportResult } from '../../../app/contract';
 import { getClient } from '../client';
-import { useDemoStore, type EngineKind } from './useDemoStore';
+import { runSettings, useDemoStore, type EngineKind } from './useDemoStore';
 import { currentDevice } from './useModelsStore';
 import { applyPairEvent, emptyColumn, type PairColumn, type PairSide } from './pairColumns';
 
@@ -138,15 +138,7 @@ export const useDemoPairStore = create<PairState>()((set, get) => {
         return { kind: 'replay', runId, qid };
       };
       const st = d.settings;
-      const num = (v: string) => (v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : undefined);
-      const settings = {
-        temperature: num(st.temperature) ?? 0,
-        ...(num(st.minPixels) ? { minPixels: num(st.minPixels) } : {}),
-        ...(num(st.maxPixels) ? { maxPixels: num(st.maxPixels) } : {}),
-        ...(num(st.maxCalls) ? { maxCalls: num(st.maxCalls) } : {}),
-        ...(num(st.turnTimeoutMs) ? { turnTimeoutMs: num(st.turnTimeoutMs) } : {}),
-        ...(num(st.maxTokensPerTurn) ? { maxTokensPerTurn: num(st.maxTokensPerTurn) } : {}),
-      };
+      const settings = runSettings(st);
       const starting: PairColumn = { ...emptyColumn(), status: 'starting', trajectory: { ...emptyColumn().trajectory, question: d.question, media: d.media, originals: d.media } };
       queue = [];
       early = [];

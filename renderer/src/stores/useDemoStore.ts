@@ -116,6 +116,18 @@ function num(v: string): number | undefined {
   return v.trim() !== '' && Number.isFinite(n) ? n : undefined;
 }
 
+/** The Demo form's run settings as a run takes them: numbers parsed, empty fields left to the dialect's defaults. */
+export function runSettings(st: DemoSettingsForm) {
+  return {
+    temperature: num(st.temperature) ?? 0,
+    ...(num(st.minPixels) ? { minPixels: num(st.minPixels) } : {}),
+    ...(num(st.maxPixels) ? { maxPixels: num(st.maxPixels) } : {}),
+    ...(num(st.maxCalls) ? { maxCalls: num(st.maxCalls) } : {}),
+    ...(num(st.turnTimeoutMs) ? { turnTimeoutMs: num(st.turnTimeoutMs) } : {}),
+    ...(num(st.maxTokensPerTurn) ? { maxTokensPerTurn: num(st.maxTokensPerTurn) } : {}),
+  };
+}
+
 export const useDemoStore = create<DemoState>()((set, get) => {
   /** Events that arrive before `demo:run` replied (the run id is not known yet). */
   let early: DemoEvent[] = [];
@@ -360,14 +372,7 @@ export const useDemoStore = create<DemoState>()((set, get) => {
         engine = { kind: 'openai' as const, baseURL: s.openaiUrl.trim(), model: s.openaiModel.trim(), ...(s.openaiKey.trim() ? { apiKey: s.openaiKey.trim() } : {}) };
       }
       const st = s.settings;
-      const settings = {
-        temperature: num(st.temperature) ?? 0,
-        ...(num(st.minPixels) ? { minPixels: num(st.minPixels) } : {}),
-        ...(num(st.maxPixels) ? { maxPixels: num(st.maxPixels) } : {}),
-        ...(num(st.maxCalls) ? { maxCalls: num(st.maxCalls) } : {}),
-        ...(num(st.turnTimeoutMs) ? { turnTimeoutMs: num(st.turnTimeoutMs) } : {}),
-        ...(num(st.maxTokensPerTurn) ? { maxTokensPerTurn: num(st.maxTokensPerTurn) } : {}),
-      };
+      const settings = runSettings(st);
       const longTasks: number[] = [];
       longTaskObserver?.disconnect();
       if (typeof PerformanceObserver !== 'undefined' && PerformanceObserver.supportedEntryTypes?.includes('longtask')) {
