@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useSlideDeck } from './useSlideDeck';
 import type { Turn } from '../../../../app/contract';
 import { getClient } from '../../client';
 import { pairRows, useDemoPairStore, type PairColumn, type PairSide } from '../../stores/useDemoPairStore';
@@ -44,28 +44,9 @@ export function PairPresentation({ onClose }: { onClose(): void }) {
   const b = useDemoPairStore((s) => s.cols.B);
   const labels = useDemoPairStore((s) => s.pair?.labels) ?? (['A', 'B'] as const);
   const rows = Math.max(1, pairRows(a, b));
-  const [row, setRow] = useState(0);
-  const root = useRef<HTMLDivElement>(null);
+  const { index: row, root } = useSlideDeck(rows, onClose);
   const url = getClient().mediaUrl;
 
-  useEffect(() => {
-    root.current?.focus();
-    root.current?.requestFullscreen?.().catch(() => undefined);
-    return () => {
-      if (document.fullscreenElement) void document.exitFullscreen().catch(() => undefined);
-    };
-  }, []);
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'ArrowRight' || e.key === ' ' || e.key === 'PageDown') setRow((x) => Math.min(rows - 1, x + 1));
-      else if (e.key === 'ArrowLeft' || e.key === 'PageUp') setRow((x) => Math.max(0, x - 1));
-      else if (e.key === 'Escape') onClose();
-      else return;
-      e.preventDefault();
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, [rows, onClose]);
 
   return (
     <div className="present pair-present" ref={root} tabIndex={-1} role="dialog" aria-label="Side by side presentation" data-testid="pair-presentation">

@@ -1,4 +1,5 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
+import { useSlideDeck } from './useSlideDeck';
 import type { Box, MediaRef, Trajectory } from '../../../../app/contract';
 import { combinedImages, stepNumbers } from '../trajectory/geometry';
 import { AnswerText } from './AnswerText';
@@ -40,33 +41,9 @@ const pct = (v: number) => `${(v * 100).toFixed(3)}%`;
 /** Full screen, large type, keyboard-driven: →/Space next, ← back, Esc leaves; a crop zooms out of its box. */
 export function PresentationMode({ trajectory, mediaUrl, onClose }: { trajectory: Trajectory; mediaUrl(id: string): string; onClose(): void }) {
   const slides = useMemo(() => slidesOf(trajectory), [trajectory]);
-  const [i, setI] = useState(0);
+  const { index: i, root } = useSlideDeck(slides.length, onClose);
   const [zoomed, setZoomed] = useState(false);
-  const root = useRef<HTMLDivElement>(null);
 
-  useEffect(() => {
-    root.current?.focus();
-    // Full screen when the browser allows it; the overlay already covers the window otherwise.
-    root.current?.requestFullscreen?.().catch(() => undefined);
-    return () => {
-      if (document.fullscreenElement) void document.exitFullscreen().catch(() => undefined);
-    };
-  }, []);
-
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'ArrowRight' || e.key === ' ' || e.key === 'PageDown') setI((x) => Math.min(slides.length - 1, x + 1));
-      else if (e.key === 'ArrowLeft' || e.key === 'PageUp') setI((x) => Math.max(0, x - 1));
-      else if (e.key === 'Home') setI(0);
-      else if (e.key === 'End') setI(slides.length - 1);
-      else if (e.key === 'Escape') onClose();
-      else return;
-      e.preventDefault();
-      e.stopPropagation();
-    };
-    window.addEventListener('keydown', onKey, true);
-    return () => window.removeEventListener('keydown', onKey, true);
-  }, [slides.length, onClose]);
 
   const slide = slides[i]!;
   useEffect(() => {
