@@ -103,6 +103,11 @@ describe('WorkerPool', () => {
       expect(pool.liveWorkers).toBe(0);
       expect(await pool.call('echo', 2)).toBe(2);
       expect(pool.liveWorkers).toBe(1);
+      // callLive reaches every running worker and starts none.
+      expect(await pool.callLive('echo', 3)).toEqual([3]);
+      for (let i = 0; i < 200 && pool.liveWorkers > 0; i++) await sleep(25);
+      expect(await pool.callLive('echo', 4)).toEqual([]);
+      expect(pool.liveWorkers).toBe(0);
     } finally {
       await pool.close();
     }
