@@ -11,7 +11,7 @@
  * workspace's store is `group`, and the run store's background record sync waits for it first,
  * so a record line is never durable before the media it names.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { containedPath } from './contain';
@@ -20,6 +20,8 @@ import { exists, fsyncDir, writeFileAtomic } from './fsutil';
 const ID_RE = /^([0-9a-f]{64})\.([a-z0-9]{1,8})$/;
 /** Hash in slices and yield between them, so a 30 MB image never blocks the event loop for long. */
 const HASH_SLICE = 4 * 1024 * 1024;
+/** From this size, `put` writes the temp file while it hashes (below, the write would not be worth a wasted one on a duplicate). */
+const OVERLAP_BYTES = 1024 * 1024;
 
 export function isMediaId(id: string): boolean {
   return ID_RE.test(id);
@@ -62,10 +64,15 @@ export class MediaStore {
     this.durability = opts.durability ?? 'each';
   }
 
-  /** Store bytes under their sha256 with extension `ext` (e.g. 'png', 'jpg'); deduplicates. */
+  /**
+   * Store bytes under their sha256 with extension `ext` (e.g. 'png', 'jpg'); deduplicates. From OVERLAP_BYTES
+   * up, the temp file is written (on libuv's threads) while this thread hashes, and renamed once the name is
+   * known (removed instead if that name exists): a 19 MB PNG's write no longer waits for its hash.
+   */
   async put(bytes: Uint8Array, ext: string): Promise<PutResult> {
     const e = ext.replace(/^\./, '').toLowerCase();
     if (!/^[a-z0-9]{1,8}$/.test(e)) throw new Error(`MediaStore.put: bad extension ${JSON.stringify(ext)} (use e.g. "png" or "jpg")`);
+    if (bytes.length >= OVERLAP_BYTES) return this.putOverlapped(bytes, e);
     const id = `${await sha256Hex(bytes)}.${e}`;
     const file = path.join(this.dir, id);
     if (await exists(file)) return { id, path: file, existed: true };
@@ -73,10 +80,52 @@ export class MediaStore {
       await writeFileAtomic(file, bytes);
     } else {
       await writeFileAtomic(file, bytes, { durable: false });
-      this.unsynced.push(file);
-      this.syncSoon();
+      this.written(file);
     }
     return { id, path: file, existed: false };
+  }
+
+  private async putOverlapped(bytes: Uint8Array, e: string): Promise<PutResult> {
+    const tmp = path.join(this.dir, `.put.${randomBytes(6).toString('hex')}.tmp`);
+    const writing = (async () => {
+      await fsp.mkdir(this.dir, { recursive: true });
+      const fh = await fsp.open(tmp, 'wx');
+      try {
+        await fh.writeFile(bytes);
+        if (this.durability === 'each') await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    })();
+    let id: string;
+    try {
+      id = `${await sha256Hex(bytes)}.${e}`;
+      await writing;
+    } catch (err) {
+      await writing.catch(() => undefined);
+      await fsp.rm(tmp, { force: true });
+      throw err;
+    }
+    const file = path.join(this.dir, id);
+    try {
+      if (await exists(file)) {
+        await fsp.rm(tmp, { force: true });
+        return { id, path: file, existed: true };
+      }
+      await fsp.rename(tmp, file);
+    } catch (err) {
+      await fsp.rm(tmp, { force: true });
+      throw err;
+    }
+    if (this.durability === 'each') await fsyncDir(this.dir);
+    else this.written(file);
+    return { id, path: file, existed: false };
+  }
+
+  /** A file renamed into place without fsync (durability `group`): sync it in the background. */
+  private written(file: string): void {
+    this.unsynced.push(file);
+    this.syncSoon();
   }
 
   /** Start the background fsync pass unless one runs (it loops while files keep arriving). */

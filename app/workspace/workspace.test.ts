@@ -242,7 +242,8 @@ describe('MediaStore', () => {
       return fh;
     });
     try {
-      const blobs = Array.from({ length: 5 }, (_, k) => new Uint8Array(300_000 + k).map((_, i) => (i * (k + 3)) % 253));
+      // The last two are over 1 MiB: written while hashed, then renamed (MediaStore.putOverlapped).
+      const blobs = Array.from({ length: 5 }, (_, k) => new Uint8Array((k >= 3 ? 1_500_000 : 300_000) + k).map((_, i) => (i * (k + 3)) % 253));
       const puts = [];
       for (const b of blobs) {
         const p = await store.put(b, 'png');
@@ -250,7 +251,11 @@ describe('MediaStore', () => {
         expect(Buffer.compare(await fsp.readFile(p.path), Buffer.from(b))).toBe(0);
         puts.push(p);
       }
+      // A duplicate (large or small) is found after hashing; its temp file is gone.
+      expect(await store.put(blobs[4]!, 'png')).toEqual({ ...puts[4], existed: true });
+      expect(await store.put(blobs[0]!, 'png')).toEqual({ ...puts[0], existed: true });
       expect((await fsp.readdir(store.dir)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+      expect((await fsp.readdir(store.dir)).sort()).toEqual(puts.map((p) => p.id).sort());
       await store.durable();
       // Every file was fsync'd (and the folder after them), none of them before it was renamed into place.
       for (const p of puts) expect(syncs).toContain(p.id);
@@ -270,6 +275,7 @@ describe('MediaStore', () => {
     await fsp.writeFile(path.join(tmp, 'media'), 'a file where the folder should be');
     const store = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
     await expect(store.put(new Uint8Array([1, 2, 3]), 'png')).rejects.toThrow(/EEXIST|ENOTDIR/);
+    await expect(store.put(new Uint8Array(2 << 20), 'png')).rejects.toThrow(/EEXIST|ENOTDIR/);
     await expect(store.durable()).resolves.toBeUndefined();
   });
 
