@@ -15,7 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { containedPath } from './contain';
-import { exists, fsyncDir, writeFileAtomic } from './fsutil';
+import { exists, fsyncDir, isNotFound, writeFileAtomic } from './fsutil';
 
 const ID_RE = /^([0-9a-f]{64})\.([a-z0-9]{1,8})$/;
 /** Hash in slices and yield between them, so a 30 MB image never blocks the event loop for long. */
@@ -137,7 +137,14 @@ export class MediaStore {
           const files = this.unsynced;
           this.unsynced = [];
           for (const f of files) {
-            const fh = await fsp.open(f, 'r');
+            let fh: fsp.FileHandle;
+            try {
+              fh = await fsp.open(f, 'r');
+            } catch (err) {
+              // Removed since (nothing left to make durable); any other failure is reported by durable().
+              if (isNotFound(err)) continue;
+              throw err;
+            }
             try {
               await fh.sync();
             } finally {

@@ -279,6 +279,25 @@ describe('MediaStore', () => {
     await expect(store.durable()).resolves.toBeUndefined();
   });
 
+  it('a file removed before its background fsync is skipped; durable() still resolves', async () => {
+    const store = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const open = fsp.open;
+    const spy = vi.spyOn(fsp, 'open').mockImplementation(async (...args: Parameters<typeof fsp.open>) => {
+      if (args[1] === 'r' && String(args[0]).endsWith('.png')) await gate;
+      return open(...args);
+    });
+    try {
+      const p = await store.put(new Uint8Array(5000).fill(9), 'png');
+      await fsp.rm(p.path);
+      release();
+      await expect(store.durable()).resolves.toBeUndefined();
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('durable() also waits for writers registered with addWriter until they are removed', async () => {
     const store = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
     let release!: () => void;
