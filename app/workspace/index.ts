@@ -22,9 +22,12 @@ export class Workspace {
 
   constructor(root: string = defaultWorkspaceDir()) {
     this.layout = workspaceLayout(root);
-    this.runs = new RunStore(this.layout.runsDir);
-    this.demo = new RunStore(this.layout.demoDir);
-    this.media = new MediaStore(this.layout.mediaDir);
+    // Media writes are fsync'd in the background (group); each run store's background record sync waits for them
+    // first, so no record is on disk before the media it names (DESIGN §4).
+    this.media = new MediaStore(this.layout.mediaDir, { durability: 'group' });
+    const beforeSync = () => this.media.durable();
+    this.runs = new RunStore(this.layout.runsDir, { beforeSync });
+    this.demo = new RunStore(this.layout.demoDir, { beforeSync });
   }
 
   get root(): string {

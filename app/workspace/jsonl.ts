@@ -198,9 +198,14 @@ export class JsonlAppender {
     /** The repair done when this appender opened the file, if any. */
     readonly repair: TailRepair | null,
     readonly durability: AppendDurability,
+    private readonly beforeSync?: () => Promise<void>,
   ) {}
 
-  static async open(file: string, isCompleteRecord?: (value: unknown) => boolean, durability: AppendDurability = 'each'): Promise<JsonlAppender> {
+  /**
+   * `beforeSync` (durability `group`): awaited before each background fdatasync, so what the lines name (the
+   * workspace's media files) is durable before the lines are.
+   */
+  static async open(file: string, isCompleteRecord?: (value: unknown) => boolean, durability: AppendDurability = 'each', opts: { beforeSync?: () => Promise<void> } = {}): Promise<JsonlAppender> {
     const repair = await repairJsonlTail(file, isCompleteRecord);
     let fh: fsp.FileHandle;
     try {
@@ -211,7 +216,7 @@ export class JsonlAppender {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       fh = await fsp.open(file, 'a');
     }
-    return new JsonlAppender(file, fh, repair, durability);
+    return new JsonlAppender(file, fh, repair, durability, opts.beforeSync);
   }
 
   /** Append one record as one line; resolves once it is written (durability `each`: once it is durable). */
@@ -249,6 +254,7 @@ export class JsonlAppender {
       try {
         do {
           this.syncAgain = false;
+          if (this.beforeSync) await this.beforeSync();
           await this.fh.datasync();
         } while (this.syncAgain);
       } catch (err) {

@@ -1,17 +1,27 @@
 /**
  * Content-addressed media: `media/<sha256>.<ext>`. The id is the file name, so a record that names
- * a media id names exact bytes. Files are written to a temp name, fsync'd and renamed, so a crash
- * never leaves a partial file under a final name.
+ * a media id names exact bytes. Files are written to a temp name and renamed, so a crash never
+ * leaves a partial file under a final name.
+ *
+ * Durability (`MediaDurability`): `each` (the default) fsyncs every file and the folder before
+ * `put` resolves. `group` resolves once the file is renamed into place (in the page cache: a
+ * killed process loses nothing, since the file is whole before any record can name it) and
+ * fsyncs in the background, one pass at a time over every file written before it started (the
+ * run store's `group` appends do the same with record lines); `durable()` waits for it. The
+ * workspace's store is `group`, and the run store's background record sync waits for it first,
+ * so a record line is never durable before the media it names.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { containedPath } from './contain';
-import { exists, writeFileAtomic } from './fsutil';
+import { exists, fsyncDir, isNotFound, writeFileAtomic } from './fsutil';
 
 const ID_RE = /^([0-9a-f]{64})\.([a-z0-9]{1,8})$/;
 /** Hash in slices and yield between them, so a 30 MB image never blocks the event loop for long. */
 const HASH_SLICE = 4 * 1024 * 1024;
+/** From this size, `put` writes the temp file while it hashes (below, the write would not be worth a wasted one on a duplicate). */
+const OVERLAP_BYTES = 1024 * 1024;
 
 export function isMediaId(id: string): boolean {
   return ID_RE.test(id);
@@ -34,22 +44,143 @@ export interface PutResult {
   existed: boolean;
 }
 
+/** `each`: `put` resolves after fsync; `group`: after the rename, with fsync in the background (file comment). */
+export type MediaDurability = 'each' | 'group';
+
 export class MediaStore {
   readonly dir: string;
+  readonly durability: MediaDurability;
+  /** Files renamed into place but not yet fsync'd (durability `group`). */
+  private unsynced: string[] = [];
+  /** The background fsync pass, while one runs. */
+  private syncing: Promise<void> | null = null;
+  /** The first background fsync failure; `durable()` reports it (the files are whole, but maybe not on disk). */
+  private syncError: Error | null = null;
+  /** Other writers into this folder (a worker thread's store), whose durability `durable()` also waits for. */
+  private readonly others = new Set<() => Promise<void>>();
 
-  constructor(dir: string) {
+  constructor(dir: string, opts: { durability?: MediaDurability } = {}) {
     this.dir = path.resolve(dir);
+    this.durability = opts.durability ?? 'each';
   }
 
-  /** Store bytes under their sha256 with extension `ext` (e.g. 'png', 'jpg'); deduplicates. */
+  /**
+   * Store bytes under their sha256 with extension `ext` (e.g. 'png', 'jpg'); deduplicates. From OVERLAP_BYTES
+   * up, the temp file is written (on libuv's threads) while this thread hashes, and renamed once the name is
+   * known (removed instead if that name exists): a 19 MB PNG's write no longer waits for its hash.
+   */
   async put(bytes: Uint8Array, ext: string): Promise<PutResult> {
     const e = ext.replace(/^\./, '').toLowerCase();
     if (!/^[a-z0-9]{1,8}$/.test(e)) throw new Error(`MediaStore.put: bad extension ${JSON.stringify(ext)} (use e.g. "png" or "jpg")`);
+    if (bytes.length >= OVERLAP_BYTES) return this.putOverlapped(bytes, e);
     const id = `${await sha256Hex(bytes)}.${e}`;
     const file = path.join(this.dir, id);
     if (await exists(file)) return { id, path: file, existed: true };
-    await writeFileAtomic(file, bytes);
+    if (this.durability === 'each') {
+      await writeFileAtomic(file, bytes);
+    } else {
+      await writeFileAtomic(file, bytes, { durable: false });
+      this.written(file);
+    }
     return { id, path: file, existed: false };
+  }
+
+  private async putOverlapped(bytes: Uint8Array, e: string): Promise<PutResult> {
+    const tmp = path.join(this.dir, `.put.${randomBytes(6).toString('hex')}.tmp`);
+    const writing = (async () => {
+      await fsp.mkdir(this.dir, { recursive: true });
+      const fh = await fsp.open(tmp, 'wx');
+      try {
+        await fh.writeFile(bytes);
+        if (this.durability === 'each') await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    })();
+    let id: string;
+    try {
+      id = `${await sha256Hex(bytes)}.${e}`;
+      await writing;
+    } catch (err) {
+      await writing.catch(() => undefined);
+      await fsp.rm(tmp, { force: true });
+      throw err;
+    }
+    const file = path.join(this.dir, id);
+    try {
+      if (await exists(file)) {
+        await fsp.rm(tmp, { force: true });
+        return { id, path: file, existed: true };
+      }
+      await fsp.rename(tmp, file);
+    } catch (err) {
+      await fsp.rm(tmp, { force: true });
+      throw err;
+    }
+    if (this.durability === 'each') await fsyncDir(this.dir);
+    else this.written(file);
+    return { id, path: file, existed: false };
+  }
+
+  /** A file renamed into place without fsync (durability `group`): sync it in the background. */
+  private written(file: string): void {
+    this.unsynced.push(file);
+    this.syncSoon();
+  }
+
+  /** Start the background fsync pass unless one runs (it loops while files keep arriving). */
+  private syncSoon(): void {
+    if (this.syncing) return;
+    this.syncing = (async () => {
+      try {
+        while (this.unsynced.length > 0) {
+          const files = this.unsynced;
+          this.unsynced = [];
+          for (const f of files) {
+            let fh: fsp.FileHandle;
+            try {
+              fh = await fsp.open(f, 'r');
+            } catch (err) {
+              // Removed since (nothing left to make durable); any other failure is reported by durable().
+              if (isNotFound(err)) continue;
+              throw err;
+            }
+            try {
+              await fh.sync();
+            } finally {
+              await fh.close();
+            }
+          }
+          await fsyncDir(this.dir);
+        }
+      } catch (err) {
+        this.syncError ??= err instanceof Error ? err : new Error(String(err));
+        this.unsynced = [];
+      } finally {
+        this.syncing = null;
+      }
+      if (this.unsynced.length > 0) this.syncSoon();
+    })();
+  }
+
+  /**
+   * Resolves once every file `put` so far is on disk (durability `group`; at once for `each`);
+   * rejects if a background fsync failed (the files stay whole in place, but a power cut could
+   * lose them).
+   */
+  async durable(): Promise<void> {
+    while (this.syncing) await this.syncing;
+    if (this.syncError) throw new Error(`media store ${this.dir}: a background fsync failed (${this.syncError.message})`);
+    await Promise.all([...this.others].map((f) => f()));
+  }
+
+  /**
+   * Make `durable()` also wait for `durable`, another writer's (a store in a worker thread writing into this
+   * folder); returns the function that stops it.
+   */
+  addWriter(durable: () => Promise<void>): () => void {
+    this.others.add(durable);
+    return () => void this.others.delete(durable);
   }
 
   /** Absolute path of a stored media id; throws on anything that is not a media id (no path tricks). */

@@ -67,6 +67,8 @@ export class RunHandle {
     readonly id: string,
     readonly dir: string,
     public manifest: RunManifest,
+    /** Awaited before each background fsync of the samples file (`RunStoreOptions.beforeSync`). */
+    private readonly beforeSync?: () => Promise<void>,
   ) {}
 
   get samplesPath(): string {
@@ -81,7 +83,7 @@ export class RunHandle {
     if (this.appender) return Promise.resolve(this.appender);
     // Group durability: a sample counts once its line is written (a killed process loses nothing written); the fsync
     // runs in the background, off the next sample's path (a power cut can lose the last lines; resume runs them again).
-    this.opening ??= JsonlAppender.open(this.samplesPath, (v) => SampleRecordSchema.safeParse(v).success, 'group').then((a) => {
+    this.opening ??= JsonlAppender.open(this.samplesPath, (v) => SampleRecordSchema.safeParse(v).success, 'group', this.beforeSync ? { beforeSync: this.beforeSync } : {}).then((a) => {
       this.appender = a;
       this.repair = a.repair;
       return a;
@@ -125,12 +127,22 @@ export class RunHandle {
   }
 }
 
+export interface RunStoreOptions {
+  /**
+   * Awaited before each background fsync of a samples file: the workspace passes its media store's `durable()`,
+   * so a record line is never on disk before the media files it names.
+   */
+  beforeSync?: () => Promise<void>;
+}
+
 export class RunStore {
   readonly runsDir: string;
+  private readonly beforeSync: (() => Promise<void>) | undefined;
 
   /** `runsDir` = the workspace's `runs/` folder (see `workspaceLayout`). */
-  constructor(runsDir: string) {
+  constructor(runsDir: string, opts: RunStoreOptions = {}) {
     this.runsDir = path.resolve(runsDir);
+    this.beforeSync = opts.beforeSync;
   }
 
   runDir(id: string): string {
@@ -157,7 +169,7 @@ export class RunStore {
     await writeFileAtomic(path.join(dir, MANIFEST_FILE), JSON.stringify(r.data, null, 2) + '\n');
     await fsp.writeFile(path.join(dir, SAMPLES_FILE), '', { flag: 'a' });
     await fsyncDir(dir);
-    return new RunHandle(id, dir, r.data);
+    return new RunHandle(id, dir, r.data, this.beforeSync);
   }
 
   /** Read and validate a run's manifest; the error names the file and the failing fields. */
@@ -182,14 +194,14 @@ export class RunStore {
   }
 
   async writeManifest(manifest: RunManifest): Promise<void> {
-    const h = new RunHandle(manifest.id, this.runDir(manifest.id), manifest);
+    const h = new RunHandle(manifest.id, this.runDir(manifest.id), manifest, this.beforeSync);
     await h.writeManifest(manifest);
   }
 
   /** Open an existing run. Its writer opens (and repairs a torn tail) on the first append or `openWriter()`. */
   async openRun(id: string): Promise<RunHandle> {
     const manifest = await this.readManifest(id);
-    return new RunHandle(id, this.runDir(id), manifest);
+    return new RunHandle(id, this.runDir(id), manifest, this.beforeSync);
   }
 
   async hasRun(id: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { SampleRecord } from '../contract/trajectory';
 import { MediaStore, RunStore, Workspace, defaultWorkspaceDir, isMediaId, parseJsonl, repairJsonlTail, sha256Hex } from './index';
 import { JsonlAppender } from './jsonl';
@@ -225,6 +225,114 @@ describe('MediaStore', () => {
     expect((await fsp.readdir(store.dir)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     expect(() => store.pathOf('../../etc/passwd')).toThrow(/not a media id/);
     await expect(store.put(bytes, 'p/ng')).rejects.toThrow(/bad extension/);
+  });
+
+  it('group durability: put resolves with the whole file in place, fsyncs in the background, and durable() waits for it', async () => {
+    const store = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
+    expect(store.durability).toBe('group');
+    const syncs: string[] = [];
+    const open = fsp.open;
+    const spy = vi.spyOn(fsp, 'open').mockImplementation(async (...args: Parameters<typeof fsp.open>) => {
+      const fh = await open(...args);
+      const sync = fh.sync.bind(fh);
+      fh.sync = async () => {
+        syncs.push(path.basename(String(args[0])));
+        return sync();
+      };
+      return fh;
+    });
+    try {
+      // The last two are over 1 MiB: written while hashed, then renamed (MediaStore.putOverlapped).
+      const blobs = Array.from({ length: 5 }, (_, k) => new Uint8Array((k >= 3 ? 1_500_000 : 300_000) + k).map((_, i) => (i * (k + 3)) % 253));
+      const puts = [];
+      for (const b of blobs) {
+        const p = await store.put(b, 'png');
+        // Whole under its final name as soon as put resolves (a kill now loses nothing), no temp file left.
+        expect(Buffer.compare(await fsp.readFile(p.path), Buffer.from(b))).toBe(0);
+        puts.push(p);
+      }
+      // A duplicate (large or small) is found after hashing; its temp file is gone.
+      expect(await store.put(blobs[4]!, 'png')).toEqual({ ...puts[4], existed: true });
+      expect(await store.put(blobs[0]!, 'png')).toEqual({ ...puts[0], existed: true });
+      expect((await fsp.readdir(store.dir)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+      expect((await fsp.readdir(store.dir)).sort()).toEqual(puts.map((p) => p.id).sort());
+      await store.durable();
+      // Every file was fsync'd (and the folder after them), none of them before it was renamed into place.
+      for (const p of puts) expect(syncs).toContain(p.id);
+      expect(syncs.at(-1)).toBe('media');
+      expect(syncs.filter((s) => s.endsWith('.tmp'))).toEqual([]);
+      // Durability each: fsync'd before put resolves.
+      syncs.length = 0;
+      const each = new MediaStore(path.join(tmp, 'media-each'));
+      const e = await each.put(blobs[0]!, 'png');
+      expect(syncs.some((s) => s.startsWith(`.${e.id}.`))).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('a failed write rejects with the reason and leaves nothing named; durable() still answers', async () => {
+    await fsp.writeFile(path.join(tmp, 'media'), 'a file where the folder should be');
+    const store = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
+    await expect(store.put(new Uint8Array([1, 2, 3]), 'png')).rejects.toThrow(/EEXIST|ENOTDIR/);
+    await expect(store.put(new Uint8Array(2 << 20), 'png')).rejects.toThrow(/EEXIST|ENOTDIR/);
+    await expect(store.durable()).resolves.toBeUndefined();
+  });
+
+  it('a file removed before its background fsync is skipped; durable() still resolves', async () => {
+    const store = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const open = fsp.open;
+    const spy = vi.spyOn(fsp, 'open').mockImplementation(async (...args: Parameters<typeof fsp.open>) => {
+      if (args[1] === 'r' && String(args[0]).endsWith('.png')) await gate;
+      return open(...args);
+    });
+    try {
+      const p = await store.put(new Uint8Array(5000).fill(9), 'png');
+      await fsp.rm(p.path);
+      release();
+      await expect(store.durable()).resolves.toBeUndefined();
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('durable() also waits for writers registered with addWriter until they are removed', async () => {
+    const store = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
+    let release!: () => void;
+    const other = vi.fn(() => new Promise<void>((r) => (release = r)));
+    const remove = store.addWriter(other);
+    let done = false;
+    const d = store.durable().then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(other).toHaveBeenCalledTimes(1);
+    expect(done).toBe(false);
+    release();
+    await d;
+    remove();
+    await store.durable();
+    expect(other).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('Workspace media and records', () => {
+  it("the workspace's media are group-durable, and a run's record sync waits for them first", async () => {
+    const ws = await new Workspace(path.join(tmp, 'w')).init();
+    expect(ws.media.durability).toBe('group');
+    const order: string[] = [];
+    const durable = ws.media.durable.bind(ws.media);
+    vi.spyOn(ws.media, 'durable').mockImplementation(async () => {
+      await durable();
+      order.push('media');
+    });
+    const put = await ws.media.put(new Uint8Array(1000).fill(7), 'png');
+    const run = await ws.runs.createRun({ id: 'r', ...manifest });
+    await run.appendSample(sample(1, { extra: { media: put.id } }));
+    await run.close();
+    // close() waited for the background record sync, which waited for the media first.
+    expect(order).toContain('media');
+    expect((await ws.runs.readSamples('r')).records).toHaveLength(1);
   });
 });
 

@@ -1,16 +1,21 @@
 /** Worker entry: runs SharpImageOps on a worker thread (see WorkerImageOps). */
 import { workerData } from 'node:worker_threads';
 import type { MediaRef } from '../../app/contract/trajectory';
-import { MediaStore } from '../../app/workspace/mediaStore';
+import { MediaStore, type MediaDurability } from '../../app/workspace/mediaStore';
 import { serveWorker } from '../workerHost/pool';
 import { SharpImageOps, type SharpImageOpsOptions } from './sharpImageOps';
 
-const data = workerData as { mediaDir: string; options?: SharpImageOpsOptions };
-const ops = new SharpImageOps(new MediaStore(data.mediaDir), data.options ?? {});
+const data = workerData as { mediaDir: string; durability?: MediaDurability; options?: SharpImageOpsOptions };
+const media = new MediaStore(data.mediaDir, { durability: data.durability ?? 'each' });
+const ops = new SharpImageOps(media, data.options ?? {});
 
 serveWorker({
   importFile: (a: { path: string }) => ops.importFile(a.path),
   importBytes: (a: { bytes: Uint8Array }) => ops.importBytes(a.bytes),
   resize: (a: { src: MediaRef; width: number; height: number }) => ops.resize(a.src, a.width, a.height),
   crop: (a: { src: MediaRef; box: [number, number, number, number]; size?: [number, number] }) => ops.crop(a.src, a.box, a.size),
+  durable: async () => {
+    await media.durable();
+    return true;
+  },
 });

@@ -4,29 +4,34 @@
 ;; weights precomputed by the caller (zero weights trimmed: they add nothing), an int32 sum per
 ;; channel started at the round-half-up bias 1 << 21, then `sum >> 22` clipped to 0..255. The clip
 ;; is two saturating narrows (i32 -> i16 signed, i16 -> u8 unsigned), which give exactly
-;; clamp(sum >> 22, 0, 255). Multiplies are i32x4.mul on zero-extended bytes, so every product
-;; and sum is the same int32 the C code computes.
+;; clamp(sum >> 22, 0, 255). The vertical pass multiplies with i32x4.mul on zero-extended bytes;
+;; the horizontal pass uses i32x4.dot_i16x8_s on weights split in two 16-bit halves (see hpass).
+;; Either way every sum is the same int32 the C code computes.
 ;;
 ;; Built with wabt (`node scripts/build-wasm.mjs`); the bytes are embedded in
 ;; pilResampleWasmBytes.ts and a unit test rebuilds them from this file and compares.
 (module
   (memory (export "memory") 1)
 
-  ;; Horizontal pass over `rows` source rows (row y at src + y * inStride) into `rows` output rows
-  ;; of outW pixels, packed at `out`. bounds: [xmin, count] int32 pairs per output pixel;
-  ;; kk: `ksize` int32 weights per output pixel. One output pixel per vector: lanes R, G, B, unused.
-  ;; Reads up to one byte past a row's last pixel (the caller pads the buffer); writes exactly the
-  ;; output bytes.
+;; Horizontal pass over `rows` source rows (row y at src + y * inStride) into `rows` output rows
+  ;; of outW pixels, packed at `out`. bounds: [xmin, count] int32 pairs per output pixel.
+  ;; Taps go two at a time through i32x4.dot_i16x8_s (one instruction: 2 taps x 3 channels), which
+  ;; needs 16-bit weights, so each 22-bit weight k is split by the caller into k >> 11 (signed) and
+  ;; k & 2047: sum(p * k) = (sum(p * (k >> 11)) << 11) + sum(p * (k & 2047)) exactly, the same int32
+  ;; the C code computes (every partial sum is within int32, and int32 arithmetic is exact modulo 2^32
+  ;; anyway). wts: per output pixel `pstride` bytes: per tap pair, the high weights as i16x8
+  ;; [h0 h1 h0 h1 h0 h1 0 0] then the low ones the same way (an odd count's last pair has weight 0
+  ;; for its second tap). Pixels: bytes R0 G0 B0 R1 G1 B1 of a pair, swizzled to i16 lanes
+  ;; [R0 R1 G0 G1 B0 B1 0 0]. Reads up to 5 bytes past a row's last pixel (the caller pads the
+  ;; buffer; weight 0 or unused lanes make them count for nothing); writes exactly the output bytes.
   (func (export "hpass")
     (param $src i32) (param $inStride i32) (param $rows i32) (param $out i32)
-    (param $outW i32) (param $bounds i32) (param $kk i32) (param $ksize i32)
+    (param $outW i32) (param $bounds i32) (param $wts i32) (param $pstride i32)
     (local $y i32) (local $xx i32) (local $row i32) (local $p i32) (local $o i32) (local $n i32)
-    (local $k i32) (local $b i32) (local $kb i32) (local $kstep i32) (local $last i32)
-    (local $acc v128) (local $mask v128) (local $half v128)
-    ;; bytes 0, 1, 2 of a 4-byte load, each zero-extended into its own i32 lane; lane 3 = 0
-    (local.set $mask (v128.const i8x16 0 16 16 16 1 16 16 16 2 16 16 16 16 16 16 16))
+    (local $k i32) (local $b i32) (local $kb i32) (local $last i32)
+    (local $hi v128) (local $lo v128) (local $v v128) (local $mask v128) (local $half v128) (local $acc v128)
+    (local.set $mask (v128.const i8x16 0 16 3 16 1 16 4 16 2 16 5 16 16 16 16 16))
     (local.set $half (i32x4.splat (i32.const 2097152)))
-    (local.set $kstep (i32.shl (local.get $ksize) (i32.const 2)))
     (local.set $last (i32.sub (local.get $outW) (i32.const 1)))
     (local.set $o (local.get $out))
     (local.set $row (local.get $src))
@@ -34,7 +39,7 @@
       (loop $rowLoop
         (br_if $done (i32.ge_u (local.get $y) (local.get $rows)))
         (local.set $b (local.get $bounds))
-        (local.set $kb (local.get $kk))
+        (local.set $kb (local.get $wts))
         (local.set $xx (i32.const 0))
         (block $rowDone
           (loop $px
@@ -42,29 +47,22 @@
             (local.set $p (i32.add (local.get $row) (i32.mul (i32.load (local.get $b)) (i32.const 3))))
             (local.set $n (i32.load offset=4 (local.get $b)))
             (local.set $k (local.get $kb))
-            (local.set $acc (local.get $half))
+            (local.set $hi (v128.const i32x4 0 0 0 0))
+            (local.set $lo (v128.const i32x4 0 0 0 0))
             (block $tapsDone
               (loop $taps
-                (br_if $tapsDone (i32.lt_s (local.get $n) (i32.const 2)))
-                (local.set $acc
-                  (i32x4.add (local.get $acc)
-                    (i32x4.mul (i8x16.swizzle (v128.load32_zero (local.get $p)) (local.get $mask))
-                               (v128.load32_splat (local.get $k)))))
-                (local.set $acc
-                  (i32x4.add (local.get $acc)
-                    (i32x4.mul (i8x16.swizzle (v128.load32_zero offset=3 (local.get $p)) (local.get $mask))
-                               (v128.load32_splat offset=4 (local.get $k)))))
+                (br_if $tapsDone (i32.le_s (local.get $n) (i32.const 0)))
+                (local.set $v (i8x16.swizzle (v128.load64_zero (local.get $p)) (local.get $mask)))
+                (local.set $hi (i32x4.add (local.get $hi) (i32x4.dot_i16x8_s (local.get $v) (v128.load (local.get $k)))))
+                (local.set $lo (i32x4.add (local.get $lo) (i32x4.dot_i16x8_s (local.get $v) (v128.load offset=16 (local.get $k)))))
                 (local.set $p (i32.add (local.get $p) (i32.const 6)))
-                (local.set $k (i32.add (local.get $k) (i32.const 8)))
+                (local.set $k (i32.add (local.get $k) (i32.const 32)))
                 (local.set $n (i32.sub (local.get $n) (i32.const 2)))
                 (br $taps)))
-            (if (i32.gt_s (local.get $n) (i32.const 0))
-              (then
-                (local.set $acc
-                  (i32x4.add (local.get $acc)
-                    (i32x4.mul (i8x16.swizzle (v128.load32_zero (local.get $p)) (local.get $mask))
-                               (v128.load32_splat (local.get $k)))))))
-            (local.set $acc (i32x4.shr_s (local.get $acc) (i32.const 22)))
+            (local.set $acc
+              (i32x4.shr_s
+                (i32x4.add (i32x4.add (i32x4.shl (local.get $hi) (i32.const 11)) (local.get $lo)) (local.get $half))
+                (i32.const 22)))
             (local.set $acc (i16x8.narrow_i32x4_s (local.get $acc) (local.get $acc)))
             (local.set $acc (i8x16.narrow_i16x8_u (local.get $acc) (local.get $acc)))
             (if (i32.lt_u (local.get $xx) (local.get $last))
@@ -76,7 +74,7 @@
                 (v128.store8_lane offset=2 2 (local.get $o) (local.get $acc))))
             (local.set $o (i32.add (local.get $o) (i32.const 3)))
             (local.set $b (i32.add (local.get $b) (i32.const 8)))
-            (local.set $kb (i32.add (local.get $kb) (local.get $kstep)))
+            (local.set $kb (i32.add (local.get $kb) (local.get $pstride)))
             (local.set $xx (i32.add (local.get $xx) (i32.const 1)))
             (br $px)))
         (local.set $row (i32.add (local.get $row) (local.get $inStride)))

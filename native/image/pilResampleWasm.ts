@@ -26,7 +26,7 @@ const WA = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
 
 interface Kernels {
   memory: WasmMemory;
-  hpass(src: number, inStride: number, rows: number, out: number, outW: number, bounds: number, kk: number, ksize: number): void;
+  hpass(src: number, inStride: number, rows: number, out: number, outW: number, bounds: number, wts: number, pstride: number): void;
   vpass(src: number, stride: number, out: number, from: number, to: number, bounds: number, kk: number, ksize: number, yOffset: number): void;
 }
 
@@ -66,6 +66,37 @@ export function wasmResampleAvailable(): boolean {
 
 const align = (n: number) => (n + 15) & ~15;
 
+/** The horizontal weights as hpass reads them (see the .wat): per tap pair, i16x8 high then low halves. */
+const splitCache = new WeakMap<Coeffs, Int16Array>();
+
+/** Bytes of split weights per output pixel. */
+const pairStride = (ksize: number) => ((ksize + 1) >> 1) * 32;
+
+function splitWeights(c: Coeffs): Int16Array {
+  const hit = splitCache.get(c);
+  if (hit) return hit;
+  const { ksize, bounds, kk } = c;
+  const outW = bounds.length >> 1;
+  const per = pairStride(ksize) >> 1; // int16s per pixel
+  const out = new Int16Array(outW * per);
+  for (let xx = 0; xx < outW; xx++) {
+    const n = bounds[xx * 2 + 1]!;
+    for (let t = 0; t < n; t += 2) {
+      const k0 = kk[xx * ksize + t]!;
+      const k1 = t + 1 < n ? kk[xx * ksize + t + 1]! : 0;
+      const at = xx * per + (t >> 1) * 16;
+      for (let lane = 0; lane < 3; lane++) {
+        out[at + lane * 2] = k0 >> 11;
+        out[at + lane * 2 + 1] = k1 >> 11;
+        out[at + 8 + lane * 2] = k0 & 2047;
+        out[at + 8 + lane * 2 + 1] = k1 & 2047;
+      }
+    }
+  }
+  splitCache.set(c, out);
+  return out;
+}
+
 /**
  * Output rows [from, to) of the resize into `out` (outW×outH×3; other rows untouched), or false
  * (nothing written) where the kernels cannot take it: no WebAssembly SIMD here, or a vertical pass
@@ -80,10 +111,11 @@ export function wasmResizeRows(src: Uint8Array, w: number, outW: number, out: Ui
   const inStride = w * 3;
   const outStride = outW * 3;
   // Layout: weights, then the source rows, the horizontal pass's rows, the output rows (each
-  // padded: hpass reads a byte past a row's last pixel).
+  // padded: hpass reads up to 5 bytes past a row's last pixel).
+  const split = needH ? splitWeights(ch) : null;
   const hb = 0;
   const hk = align(hb + (needH ? ch.bounds.byteLength : 0));
-  const vb = align(hk + (needH ? ch.kk.byteLength : 0));
+  const vb = align(hk + (split ? split.byteLength : 0));
   const vk = align(vb + (needV ? cv.bounds.byteLength : 0));
   const srcAt = align(vk + (needV ? cv.kk.byteLength : 0));
   const tmpAt = align(srcAt + rows * inStride + 16);
@@ -100,10 +132,10 @@ export function wasmResizeRows(src: Uint8Array, w: number, outW: number, out: Ui
     }
   }
   const mem = new Uint8Array(k.memory.buffer);
-  const put = (at: number, a: Int32Array) => mem.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at);
-  if (needH) {
+  const put = (at: number, a: Int32Array | Int16Array) => mem.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at);
+  if (split) {
     put(hb, ch.bounds);
-    put(hk, ch.kk);
+    put(hk, split);
   }
   if (needV) {
     put(vb, cv.bounds);
@@ -111,10 +143,10 @@ export function wasmResizeRows(src: Uint8Array, w: number, outW: number, out: Ui
   }
   mem.set(src.subarray(first * inStride, last * inStride), srcAt);
   if (needH && needV) {
-    k.hpass(srcAt, inStride, rows, tmpAt, outW, hb, hk, ch.ksize);
+    k.hpass(srcAt, inStride, rows, tmpAt, outW, hb, hk, pairStride(ch.ksize));
     k.vpass(tmpAt, outStride, outAt, from, to, vb, vk, cv.ksize, first);
   } else if (needH) {
-    k.hpass(srcAt, inStride, rows, outAt, outW, hb, hk, ch.ksize);
+    k.hpass(srcAt, inStride, rows, outAt, outW, hb, hk, pairStride(ch.ksize));
   } else {
     k.vpass(srcAt, inStride, outAt, from, to, vb, vk, cv.ksize, first);
   }

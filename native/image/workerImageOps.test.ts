@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MediaStore } from '../../app/workspace/mediaStore';
 import { ImageError, SharpImageOps } from './sharpImageOps';
 import { WorkerImageOps } from './workerImageOps';
@@ -21,6 +21,25 @@ afterEach(async () => {
 });
 
 describe('WorkerImageOps', () => {
+  it("writes with its media store's durability, and the store's durable() waits for the worker's files", async () => {
+    const media = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
+    const w = new WorkerImageOps(media);
+    const spy = vi.spyOn(w, 'durable');
+    try {
+      const a = await w.importFile(GLASS);
+      const r = await w.resize(a, 350, 151);
+      // Whole in place as soon as the call answers.
+      expect((await fsp.stat(w.pathOf(r))).size).toBeGreaterThan(0);
+      await media.durable();
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      await w.close();
+    }
+    // Closed: no longer waited for.
+    await media.durable();
+    expect(spy).toHaveBeenCalledTimes(2); // once more by close() itself
+  });
+
   it('produces the same media as in-process ops and carries ImageError across', async () => {
     const media = new MediaStore(path.join(tmp, 'media'));
     const w = new WorkerImageOps(media, { workers: 2 });
@@ -84,6 +103,11 @@ describe('WorkerPool', () => {
       expect(pool.liveWorkers).toBe(0);
       expect(await pool.call('echo', 2)).toBe(2);
       expect(pool.liveWorkers).toBe(1);
+      // callLive reaches every running worker and starts none.
+      expect(await pool.callLive('echo', 3)).toEqual([3]);
+      for (let i = 0; i < 200 && pool.liveWorkers > 0; i++) await sleep(25);
+      expect(await pool.callLive('echo', 4)).toEqual([]);
+      expect(pool.liveWorkers).toBe(0);
     } finally {
       await pool.close();
     }

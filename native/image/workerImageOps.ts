@@ -15,6 +15,7 @@ type Api = {
   importBytes: (a: { bytes: Uint8Array }) => Promise<MediaRef>;
   resize: (a: { src: MediaRef; width: number; height: number }) => Promise<MediaRef>;
   crop: (a: { src: MediaRef; box: [number, number, number, number]; size?: [number, number] }) => Promise<MediaRef>;
+  durable: (a: null) => Promise<boolean>;
 };
 
 export interface WorkerImageOpsOptions extends SharpImageOpsOptions {
@@ -32,6 +33,7 @@ function rethrow(err: unknown): never {
 
 export class WorkerImageOps implements ImageOps {
   private readonly pool: WorkerPool<Api>;
+  private readonly untrack: () => void;
 
   constructor(
     readonly media: MediaStore,
@@ -42,8 +44,16 @@ export class WorkerImageOps implements ImageOps {
       entry: workerFile('image'),
       size: workers ?? 1,
       name: 'image-ops',
-      workerData: { mediaDir: media.dir, options },
+      // The workers write as `media` does (fsync'd in the background where it is `group`), and `media.durable()`
+      // waits for theirs too, so the run store's record sync still follows the media files.
+      workerData: { mediaDir: media.dir, durability: media.durability, options },
     });
+    this.untrack = media.addWriter(() => this.durable());
+  }
+
+  /** Resolves once every file the workers stored is on disk (see `MediaStore.durable`). */
+  async durable(): Promise<void> {
+    await this.pool.callLive('durable', null).catch(rethrow);
   }
 
   pathOf(ref: MediaRef): string {
@@ -66,7 +76,13 @@ export class WorkerImageOps implements ImageOps {
     return this.pool.call('crop', { src, box, ...(size ? { size } : {}) }, { key: src.id }).catch(rethrow);
   }
 
-  close(): Promise<void> {
-    return this.pool.close();
+  /** Wait for the workers' files to be durable, then stop them. */
+  async close(): Promise<void> {
+    try {
+      await this.durable();
+    } finally {
+      this.untrack();
+      await this.pool.close();
+    }
   }
 }

@@ -170,11 +170,19 @@ export class WorkerPool<A extends WorkerApi> {
     return w;
   }
 
+  /** Call `method` in every worker running now (none started for it); resolves with their answers. */
+  callLive<K extends keyof A & string>(method: K, arg: Parameters<A[K]>[0]): Promise<Array<Awaited<ReturnType<A[K]>>>> {
+    return Promise.all(this.slots.filter((s) => s.worker !== null).map((s) => this.callSlot(s, method, arg, [])));
+  }
+
   /** Call `method` in a worker. Same `key` → same worker. */
   call<K extends keyof A & string>(method: K, arg: Parameters<A[K]>[0], opts: { key?: string; transfer?: Transferable[] } = {}): Promise<Awaited<ReturnType<A[K]>>> {
     if (this.closed) return Promise.reject(new Error(`${this.name}: the pool is closed`));
     const idx = opts.key !== undefined ? hashKey(opts.key) % this.slots.length : this.rr++ % this.slots.length;
-    const slot = this.slots[idx]!;
+    return this.callSlot(this.slots[idx]!, method, arg, opts.transfer ?? []);
+  }
+
+  private callSlot<K extends keyof A & string>(slot: Slot, method: K, arg: Parameters<A[K]>[0], transfer: Transferable[]): Promise<Awaited<ReturnType<A[K]>>> {
     if (slot.idle) {
       clearTimeout(slot.idle);
       slot.idle = undefined;
@@ -202,7 +210,7 @@ export class WorkerPool<A extends WorkerApi> {
         },
       });
       try {
-        w.postMessage({ id, method, arg } satisfies Request, opts.transfer ?? []);
+        w.postMessage({ id, method, arg } satisfies Request, transfer);
       } catch (err) {
         slot.pending.delete(id);
         done();

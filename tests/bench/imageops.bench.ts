@@ -181,7 +181,9 @@ async function agentLoopResizes(): Promise<Array<Record<string, string | number>
 
 export async function bench(): Promise<Array<Record<string, string | number>>> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-bench-img-'));
-  const worker = new WorkerImageOps(new MediaStore(path.join(dir, 'm3')));
+  // The loop's media store is the workspace's: group durability (fsync in the background, DESIGN §4).
+  const workerMedia = new MediaStore(path.join(dir, 'm3'), { durability: 'group' });
+  const worker = new WorkerImageOps(workerMedia);
   try {
     const jpeg = await make4kJpeg();
     const jpegPath = path.join(dir, 'bench4k.jpg');
@@ -240,17 +242,40 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
       rows.push({ pipeline: label, median_ms: +r.median.toFixed(1), pillow_over_this: pil ? +(pil.median / r.median).toFixed(2) : '-', max_event_loop_lag_ms: +r.maxLag.toFixed(1), p99_lag_ms: +r.p99Lag.toFixed(1), note: diffNote });
     }
 
-    const vipsOps = new SharpImageOps(new MediaStore(path.join(dir, 'm1')), { resampler: 'libvips' });
-    const pilOps = new SharpImageOps(new MediaStore(path.join(dir, 'm2')));
+    const vipsMedia = new MediaStore(path.join(dir, 'm1'), { durability: 'group' });
+    const vipsOps = new SharpImageOps(vipsMedia, { resampler: 'libvips' });
+    // Before background fsync: each media file fsync'd (and its folder) before the call answers.
+    const eachMedia = new MediaStore(path.join(dir, 'm4'));
+    const eachOps = new SharpImageOps(eachMedia);
+    const pilMedia = new MediaStore(path.join(dir, 'm2'), { durability: 'group' });
+    const pilOps = new SharpImageOps(pilMedia);
+    // Every run stores the same media again: start from an empty store each time, as a new question would.
+    const fresh = async (m: MediaStore) => {
+      await m.durable();
+      await fsp.rm(m.dir, { recursive: true, force: true });
+    };
+    const timedFresh = (m: MediaStore, ops: ImageOps, durable: boolean) => async () => {
+      await fresh(m);
+      const t0 = performance.now();
+      await opsPipeline(ops, jpeg);
+      if (durable) await m.durable();
+      return performance.now() - t0;
+    };
     const full = await interleaved([
-      { name: 'vips', run: () => opsPipeline(vipsOps, jpeg) },
-      { name: 'pil', run: () => opsPipeline(pilOps, jpeg) },
-      { name: 'worker', run: () => opsPipeline(worker, jpeg) },
+      { name: 'vips', run: timedFresh(vipsMedia, vipsOps, false) },
+      { name: 'each', run: timedFresh(eachMedia, eachOps, false) },
+      { name: 'pil', run: timedFresh(pilMedia, pilOps, false) },
+      { name: 'pil-durable', run: timedFresh(pilMedia, pilOps, true) },
+      { name: 'worker', run: timedFresh(workerMedia, worker, false) },
+      { name: 'worker-durable', run: timedFresh(workerMedia, worker, true) },
     ]);
     const fullRows: Array<[string, string, string]> = [
-      ['vips', 'ImageOps in-process, libvips resize', 'full path: import + 2 PNG encodes (the resize; the crop and its zoom in one call) + sha256 + fsync’d media writes'],
-      ['pil', 'ImageOps in-process, Pillow-exact resize (worker threads)', 'same path, default resampler'],
-      ['worker', 'ImageOps on 1 worker thread, Pillow-exact resize', 'createImageOps() default'],
+      ['vips', 'ImageOps in-process, libvips resize', 'full path: import + 2 PNG encodes (the resize; the crop and its zoom in one call) + sha256 + media writes into an emptied store each run (whole files in place; fsync in the background, as the workspace does)'],
+      ['each', 'ImageOps in-process, Pillow-exact, every media write fsync’d before the call answers', 'the path before background fsync (MediaStore durability each), for comparison'],
+      ['pil', 'ImageOps in-process, Pillow-exact resize (worker threads)', 'same path, default resampler (the CLI path)'],
+      ['pil-durable', 'the same, then waiting for the media fsyncs', 'ends when media.durable() does (what a record sync waits for)'],
+      ['worker', 'ImageOps on 1 worker thread, Pillow-exact resize', 'createImageOps() default (the Demo path)'],
+      ['worker-durable', 'the same, then waiting for the media fsyncs', 'ends when media.durable() (and so the worker’s) does'],
     ];
     for (const [k, label, extra] of fullRows) {
       const r = full.get(k)!;
