@@ -7,7 +7,7 @@
 #
 # The first call unpacks what scripts/device/carry.py brought (/tmp/loupe-carry: node-pack.tar.xz, tools.tar.xz,
 # ort129.tar.xz + SHA256SUMS once complete). Steps:
-#   setup     unpack the node pack to /tmp/np and the tools (this checkout's models/ and scripts/) to /tmp/wt, then
+#   setup     (DTYPES05=fp16: export the 0.5B in fp16 only) unpack the node pack to /tmp/np and the tools (this checkout's models/ and scripts/) to /tmp/wt, then
 #             start, detached (it outlives the call), the fp16/fp32 ONNX export of the random 0.5B, then the PyTorch
 #             reference and fp16 ONNX export of the random 7B: logs and reports in /tmp/r
 #   assemble  put onnxruntime-node 1.29 + its CUDA provider into /tmp/np (cuda-ep-assemble.sh); /tmp/ld.sh exports
@@ -62,7 +62,7 @@ setup)
   ls "$NP" | tr '\n' ' '; echo
   cd "$WT" || exit 1
   setsid nohup bash -c "
-    PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 0.5b --skip-bench --dtypes fp16,fp32 --out /tmp/random-0.5b --report $R/gpu-bench-0.5b.json > $R/gpu-bench-0.5b.log 2>&1; echo \$? > $R/05b.rc
+    PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 0.5b --skip-bench --dtypes ${DTYPES05:-fp16,fp32} --out /tmp/random-0.5b --report $R/gpu-bench-0.5b.json > $R/gpu-bench-0.5b.log 2>&1; echo \$? > $R/05b.rc
     PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --out /tmp/random-7b --report $R/gpu-bench-7b.json > $R/gpu-bench-7b.log 2>&1; echo \$? > $R/7b.rc
   " > /dev/null 2>&1 < /dev/null &
   sleep 15; tail -3 "$R/gpu-bench-0.5b.log"
