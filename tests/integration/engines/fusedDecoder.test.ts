@@ -4,9 +4,11 @@
  * rounding for a prefill with mRoPE image positions and 32 decode steps, also for a multi-token chunk after a past
  * (a reused prefix) and with every position's logits kept; through QwenVLRuntime it gives PyTorch's greedy tokens
  * for one and three images; `auto` keeps the exported decoder on the CPU; the graph rewriter refuses what it does not
- * know (a quantized decoder, a config that does not match, a decoder fused already) with a reason.
+ * know (a quantized decoder, a config that does not match, a decoder fused already) with a reason, and so does
+ * `loupe convert --fused` (exit 1, the folder untouched).
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -182,5 +184,32 @@ describe('fused decoder graph refuses what it does not know', () => {
     expect(() => fuseDecoder(fused, cfg)).toThrow(/already fused/);
     expect(() => fuseDecoder(Buffer.from('not an onnx file at all'), cfg)).toThrow();
     expect(() => textConfig({ text_config: { ...(config['text_config'] as object), rope_parameters: { rope_type: 'yarn', mrope_section: [2, 3, 3], rope_theta: 1e6 } } })).toThrow(/rope type 'yarn'/);
+  });
+});
+
+describe('loupe convert --fused', () => {
+  const root = fileURLToPath(new URL('../../..', import.meta.url));
+  const convert = (dir: string) =>
+    spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'convert', '--fused', dir], { cwd: root, encoding: 'utf8' });
+
+  it('writes the fused decoder into a model folder and says what it wrote', () => {
+    const dir = path.join(tmp, 'cli-tiny');
+    cpSync(TINY_DIR, dir, { recursive: true });
+    const r = convert(dir);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, \d+ nodes instead of \d+\)/);
+    expect(existsSync(path.join(dir, 'onnx', `${FUSED_DECODER}.onnx`))).toBe(true);
+  });
+
+  it('refuses a q8-only folder and a folder that is not a model, exit 1, nothing written', () => {
+    const dir = path.join(tmp, 'cli-loupe-tiny');
+    for (const f of ['config.json', 'onnx/decoder_model_merged_quantized.onnx']) cpSync(path.join(LOUPE_TINY, f), path.join(dir, f), { recursive: true });
+    const r = convert(dir);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/convert --fused: .*no float32 or float16 decoder/);
+    expect(existsSync(path.join(dir, 'onnx', `${FUSED_DECODER}_quantized.onnx`))).toBe(false);
+    const none = convert(path.join(tmp, 'no-such-folder'));
+    expect(none.status).toBe(1);
+    expect(none.stderr).toMatch(/convert --fused: .*cannot read config\.json/);
   });
 });
