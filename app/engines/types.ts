@@ -63,6 +63,8 @@ export interface EngineInfo {
   dtype?: EngineDtypeSpec;
   /** Additive: ONNX Runtime intra-op threads per session (local engines); 0 = ONNX Runtime's default. */
   threads?: number;
+  /** Additive: 'fused' when the local engine runs the fused decoder graph (LoadOptions.decoder). */
+  decoder?: 'fused' | 'exported';
   /** Additive: engine processes serving this model when more than one (EngineRequest.replicas). */
   replicas?: number;
 }

@@ -12,97 +12,13 @@
  * nodes and outputs are appended to the GraphProto bytes and the graph's length prefix rewritten; nothing else moves.
  */
 import { readFile, writeFile, rename } from 'node:fs/promises';
+import { fields, int64Constant, intAttr, ld, msg, node, str, text, vi } from './onnxProto';
 
 /** Output name of layer i's head-averaged attention in the analysis decoder. */
 export const attentionOutput = (layer: number): string => `attentions.${layer}`;
 /** File stem of the analysis decoder (add the dtype suffix and `.onnx`). */
 export const ATTN_DECODER = 'decoder_model_merged_attn';
 
-interface Field {
-  no: number;
-  wire: number;
-  /** Start of the tag; end of the whole field. */
-  start: number;
-  end: number;
-  /** For length-delimited fields: the payload range. */
-  body?: [number, number];
-  value?: number;
-}
-
-function varint(b: Uint8Array, i: number): [number, number] {
-  let v = 0;
-  let mul = 1;
-  for (;;) {
-    if (i >= b.length) throw new Error('truncated varint');
-    const x = b[i++]!;
-    v += (x & 0x7f) * mul;
-    if (!(x & 0x80)) return [v, i];
-    mul *= 128;
-    if (mul > 2 ** 63) throw new Error('varint too long');
-  }
-}
-
-/** The fields of one protobuf message between `start` and `end`. */
-function fields(b: Uint8Array, start = 0, end = b.length): Field[] {
-  const out: Field[] = [];
-  let i = start;
-  while (i < end) {
-    const s = i;
-    const [tag, j] = varint(b, i);
-    i = j;
-    const no = Math.floor(tag / 8);
-    const wire = tag & 7;
-    if (wire === 0) {
-      const [v, k] = varint(b, i);
-      out.push({ no, wire, start: s, end: k, value: v });
-      i = k;
-    } else if (wire === 2) {
-      const [n, k] = varint(b, i);
-      if (k + n > end) throw new Error(`field ${no} runs past its message`);
-      out.push({ no, wire, start: s, end: k + n, body: [k, k + n] });
-      i = k + n;
-    } else if (wire === 5) {
-      out.push({ no, wire, start: s, end: i + 4 });
-      i += 4;
-    } else if (wire === 1) {
-      out.push({ no, wire, start: s, end: i + 8 });
-      i += 8;
-    } else throw new Error(`unsupported protobuf wire type ${wire}`);
-  }
-  if (i !== end) throw new Error('message overruns its length');
-  return out;
-}
-
-const text = (b: Uint8Array, f: Field): string => Buffer.from(b.subarray(f.body![0], f.body![1])).toString('utf8');
-
-function encVarint(v: number): number[] {
-  const out: number[] = [];
-  let x = v;
-  while (x >= 128) {
-    out.push((x % 128) | 0x80);
-    x = Math.floor(x / 128);
-  }
-  out.push(x);
-  return out;
-}
-const ld = (no: number, payload: Uint8Array): Uint8Array => Buffer.concat([Buffer.from(encVarint(no * 8 + 2)), Buffer.from(encVarint(payload.length)), payload]);
-const vi = (no: number, v: number): Uint8Array => Buffer.from([...encVarint(no * 8), ...encVarint(v)]);
-const str = (no: number, s: string): Uint8Array => ld(no, Buffer.from(s, 'utf8'));
-const msg = (...parts: Uint8Array[]): Uint8Array => Buffer.concat(parts);
-
-/** AttributeProto: an int (type 2) or a tensor (type 4). */
-const intAttr = (name: string, v: number) => ld(5, msg(str(1, name), vi(3, v), vi(20, 2)));
-function node(op: string, name: string, inputs: string[], outputs: string[], attrs: Uint8Array[] = []): Uint8Array {
-  return ld(1, msg(...inputs.map((x) => str(1, x)), ...outputs.map((x) => str(2, x)), str(3, name), str(4, op), ...attrs));
-}
-function int64Constant(name: string, values: number[]): Uint8Array {
-  const raw = Buffer.alloc(values.length * 8);
-  values.forEach((v, i) => raw.writeBigInt64LE(BigInt(v), i * 8));
-  // TensorProto: dims (1), data_type (2) = INT64 (7), raw_data (9)
-  const tensor = msg(...values.length ? [vi(1, values.length)] : [], vi(2, 7), ld(9, raw));
-  const attr = ld(5, msg(str(1, 'value'), ld(5, tensor), vi(20, 4)));
-  return node('Constant', `${name}_node`, [], [name], [attr]);
-}
 /** ValueInfoProto for a float tensor of rank 3 with symbolic dims. */
 function floatOutput(name: string): Uint8Array {
   const dim = (p: string) => ld(1, str(2, p));

@@ -33,6 +33,7 @@ import {
 import { StopStrings, sampleToken, seededRandom } from '../../app/engines/local/sampling';
 import { DTYPE_SUFFIX, validateModelFolder } from '../../app/engines/local/modelFolder';
 import { ATTN_DECODER, attentionOutput } from './attentionGraph';
+import { FUSED_DECODER } from './fusedGraph';
 
 /* The slices of transformers.js' untyped-at-runtime objects this file uses. */
 type AnyTensor = Tensor;
@@ -212,12 +213,35 @@ export class QwenVLRuntime {
       ...(threads ? { intraOpNumThreads: threads } : {}),
       ...(profile ? { enableProfiling: true, profileFilePrefix: profile } : {}),
     };
+    // The fused decoder (LoadOptions.decoder): transformers.js names its session files itself, so the exported decoder
+    // loads first and its session is then replaced by one on the fused file, with the same inputs and outputs.
+    const decoderDtype = typeof dtype === 'string' ? dtype : (dtype.decoder_model_merged ?? 'fp32');
+    const fusedFile = path.join(dir, 'onnx', `${FUSED_DECODER}${DTYPE_SUFFIX[decoderDtype]}.onnx`);
+    const haveFused = await stat(fusedFile).then(
+      () => true,
+      () => false,
+    );
+    const wantDecoder = opts.decoder ?? 'auto';
+    if (wantDecoder === 'fused' && !haveFused) {
+      throw new EngineError('model_folder', `${dir}: no fused decoder (onnx/${path.basename(fusedFile)}); add one with \`loupe convert --fused ${dir}\``);
+    }
+    const loaded: { decoder: 'fused' | 'exported' } = { decoder: 'exported' };
     const tryLoad = async (device: EngineDevice): Promise<QwenModel> => {
       const m = (await AutoModelForImageTextToText.from_pretrained(dir, {
         device,
         dtype: dtype as never,
         ...(Object.keys(sessionOptions).length ? { session_options: sessionOptions } : {}),
       })) as unknown as QwenModel;
+      loaded.decoder = 'exported';
+      if (wantDecoder === 'fused' || (wantDecoder === 'auto' && haveFused && device === 'cuda')) {
+        const exported = m.sessions['decoder_model_merged'] as unknown as { release?: () => Promise<void> } | undefined;
+        m.sessions['decoder_model_merged'] = (await onnxruntime.InferenceSession.create(fusedFile, {
+          executionProviders: [device] as never,
+          ...sessionOptions,
+        })) as never;
+        await exported?.release?.();
+        loaded.decoder = 'fused';
+      }
       // a one-token smoke run: a provider that loads but cannot execute fails here, not mid-answer
       await m.encode_text({ input_ids: i64([0], [1, 1]) });
       return m;
@@ -252,6 +276,7 @@ export class QwenVLRuntime {
       device,
       dtype,
       threads,
+      ...(loaded.decoder === 'fused' ? { decoder: loaded.decoder } : {}),
       ...(fallbackReason ? { requestedDevice: requested, fallbackReason, ...(fallbackDetails ? { fallbackDetails } : {}) } : {}),
     };
     const rt = new QwenVLRuntime(processor, model, info, opts.kvCache ?? true, eos);

@@ -6,6 +6,7 @@
  *   node --import tsx scripts/device/engine-bench.ts MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8]
  *        [--new-tokens 128] [--runs 3] [--image FILE] [--text "Describe this image."] [--keep-eos]
  *        [--bandwidth-gbs GB/s] [--json OUT.json] [--no-kv-reuse] [--logits-out FILE.f32 [--logits-steps 32]]
+ *        [--decoder auto|fused|exported]   (auto: the fused decoder on cuda when the folder has one)
  *
  * LOUPE_ORT_PROFILE=PREFIX turns on onnxruntime's profiler for every session (models/ort_profile_summary.py sums the
  * JSON traces it writes as PREFIX_*.json).
@@ -45,9 +46,11 @@ interface Args {
   /** Write the first `logitsSteps` steps' logits of the first timed run (float32 rows, little-endian) here. */
   logitsOut?: string;
   logitsSteps: number;
+  /** Which decoder graph (LoadOptions.decoder). */
+  decoder: 'auto' | 'fused' | 'exported';
 }
 
-const USAGE = 'usage: engine-bench MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8] [--new-tokens N] [--runs N] [--image FILE] [--text T] [--keep-eos] [--bandwidth-gbs X] [--json OUT] [--no-kv-reuse] [--logits-out FILE.f32] [--logits-steps 32]';
+const USAGE = 'usage: engine-bench MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8] [--new-tokens N] [--runs N] [--image FILE] [--text T] [--keep-eos] [--bandwidth-gbs X] [--json OUT] [--no-kv-reuse] [--logits-out FILE.f32] [--logits-steps 32] [--decoder auto|fused|exported]';
 
 function readArgs(argv: string[]): Args {
   const parse = (args: string[]) =>
@@ -67,6 +70,7 @@ function readArgs(argv: string[]): Args {
         'no-kv-reuse': { type: 'boolean', default: false },
         'logits-out': { type: 'string' },
         'logits-steps': { type: 'string', default: '32' },
+        decoder: { type: 'string', default: 'auto' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -87,6 +91,7 @@ function readArgs(argv: string[]): Args {
     return n;
   };
   if (!['cpu', 'webgpu', 'cuda'].includes(v.device)) throw new Error(`--device: expected cpu, webgpu or cuda, got ${JSON.stringify(v.device)}`);
+  if (!['auto', 'fused', 'exported'].includes(v.decoder)) throw new Error(`--decoder: expected auto, fused or exported, got ${JSON.stringify(v.decoder)}`);
   if (!(v.dtype in DTYPE_SUFFIX)) throw new Error(`--dtype: expected one of ${Object.keys(DTYPE_SUFFIX).join(', ')}, got ${JSON.stringify(v.dtype)}`);
   let bandwidthGBs: number | undefined;
   if (v['bandwidth-gbs'] !== undefined) {
@@ -106,6 +111,7 @@ function readArgs(argv: string[]): Args {
     noKvReuse: v['no-kv-reuse'],
     ...(v['logits-out'] !== undefined ? { logitsOut: v['logits-out'] } : {}),
     logitsSteps: posInt(v['logits-steps'], '--logits-steps'),
+    decoder: v.decoder as Args['decoder'],
     ...(bandwidthGBs !== undefined ? { bandwidthGBs } : {}),
     ...(v.json !== undefined ? { json: v.json } : {}),
   };
@@ -140,7 +146,7 @@ async function main(): Promise<void> {
   const image = path.resolve(args.image ?? path.join(args.modelDir, 'original.png'));
   if (!existsSync(image)) throw new Error(`${image}: no such image (pass --image FILE; models made by make_tiny_qwen25vl.py --random-config 0.5b carry original.png)`);
   const t0 = performance.now();
-  const rt = await QwenVLRuntime.load({ modelDir: args.modelDir, device: args.device, dtype: args.dtype, kvCache: false });
+  const rt = await QwenVLRuntime.load({ modelDir: args.modelDir, device: args.device, dtype: args.dtype, kvCache: false, decoder: args.decoder });
   const loadS = (performance.now() - t0) / 1000;
   if (!args.keepEos) {
     // random weights may pick an eos id early; PyTorch's side uses min_new_tokens, so stop only at the length here.
@@ -188,6 +194,8 @@ async function main(): Promise<void> {
     requested_device: args.device,
     device: rt.info.device,
     fallback_reason: rt.info.fallbackReason ?? null,
+    // which decoder graph ran: 'fused' (decoder_model_merged_fused*.onnx, loupe convert --fused) or 'exported'
+    decoder: rt.info.decoder ?? 'exported',
     node: process.version,
     onnxruntime_node: ortVersion() ?? null,
     host: `${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}`,

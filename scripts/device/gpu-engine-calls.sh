@@ -7,7 +7,7 @@
 #
 # The first call unpacks what scripts/device/carry.py brought (/tmp/loupe-carry: node-pack.tar.xz, tools.tar.xz,
 # ort129.tar.xz + SHA256SUMS once complete). Steps:
-#   setup     unpack the node pack to /tmp/np and the tools (this checkout's models/ and scripts/) to /tmp/wt, then
+#   setup     (DTYPES05=fp16: export the 0.5B in fp16 only) unpack the node pack to /tmp/np and the tools (this checkout's models/ and scripts/) to /tmp/wt, then
 #             start, detached (it outlives the call), the fp16/fp32 ONNX export of the random 0.5B, then the PyTorch
 #             reference and fp16 ONNX export of the random 7B: logs and reports in /tmp/r
 #   assemble  put onnxruntime-node 1.29 + its CUDA provider into /tmp/np (cuda-ep-assemble.sh); /tmp/ld.sh exports
@@ -17,15 +17,43 @@
 #   bench05   the random 0.5B on CUDA: decode through model.forward (--no-kv-reuse) and through reused KV buffers
 #   bench7b   the random 7B on CUDA, fp16: the same pair, onnxruntime profiles of both, logits of 32 steps compared
 #             with PyTorch (models/logits_compare.py), then PyTorch eager/sdpa again on the same card
+#   fused05   issue #25's fused decoder on the random 0.5B, fp16: `loupe convert --fused`, then the exported and the
+#             fused decoder interleaved (two rounds), their logits of 32 steps compared
+#   fused7b   the same on the random 7B, fp16, in one call: exported, fused, an onnxruntime profile of the fused one,
+#             fused logits against exported and against PyTorch (logits_compare.py), then PyTorch eager/sdpa again
 #   status    what the detached jobs have done so far
 set -uo pipefail
-step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|status}
+step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|status}
 C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=/tmp/wt R=/tmp/r
 OUT=${OUT:-/tmp/out}
 mkdir -p "$R" "$OUT"
 nvidia-smi --query-gpu=name,memory.used,memory.total,utilization.gpu --format=csv,noheader
 bw() { python3 -c "import json;print(round(json.load(open('$R/gpu-bench-7b.json'))['bandwidth']['gb_s_read_plus_write']))" 2>/dev/null || echo 3000; }
 node_env() { [ -f /tmp/ld.sh ] || { echo "run the assemble step first"; exit 1; }; . /tmp/ld.sh; }
+# logits of two runs (engine-bench --logits-out: float32 rows of vocab size) compared: A B VOCAB REPORT
+cmp_logits() {
+  python3 - "$@" <<'PY'
+import json, sys
+import numpy as np
+a, b, v, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+x, y = np.fromfile(a, np.float32).reshape(-1, v), np.fromfile(b, np.float32).reshape(-1, v)
+n = min(len(x), len(y)); x, y = x[:n].astype(np.float64), y[:n].astype(np.float64)
+cos = (x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1)
+r = {"a": a.split("/")[-1], "b": b.split("/")[-1], "steps": n, "max_abs_diff": float(np.abs(x - y).max()),
+     "max_abs_logit": float(np.abs(x).max()), "min_cosine": float(cos.min()),
+     "argmax_differs_at": [int(i) for i in np.nonzero(x.argmax(1) != y.argmax(1))[0]]}
+json.dump(r, open(out, "w"), indent=1); print(json.dumps(r))
+PY
+}
+vocab() { python3 -c "import json,sys;c=json.load(open(sys.argv[1]));print((c.get('text_config') or c)['vocab_size'])" "$1/config.json"; }
+summary() {
+  python3 - "$OUT" "$1" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/engine-bench-" + sys.argv[2] + "-*.json")):
+    d = json.load(open(f))
+    print(f.split("/")[-1], {k: d.get(k) for k in ("device", "decoder", "fallback_reason", "load_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_runs", "bound_tok_s", "fraction_of_bound")}, d["greedy_tokens"][:12])
+PY
+}
 
 case $step in
 setup)
@@ -34,7 +62,7 @@ setup)
   ls "$NP" | tr '\n' ' '; echo
   cd "$WT" || exit 1
   setsid nohup bash -c "
-    PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 0.5b --skip-bench --dtypes fp16,fp32 --out /tmp/random-0.5b --report $R/gpu-bench-0.5b.json > $R/gpu-bench-0.5b.log 2>&1; echo \$? > $R/05b.rc
+    PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 0.5b --skip-bench --dtypes ${DTYPES05:-fp16,fp32} --out /tmp/random-0.5b --report $R/gpu-bench-0.5b.json > $R/gpu-bench-0.5b.log 2>&1; echo \$? > $R/05b.rc
     PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --out /tmp/random-7b --report $R/gpu-bench-7b.json > $R/gpu-bench-7b.log 2>&1; echo \$? > $R/7b.rc
   " > /dev/null 2>&1 < /dev/null &
   sleep 15; tail -3 "$R/gpu-bench-0.5b.log"
@@ -103,6 +131,47 @@ for f in sorted(glob.glob(o + "/ort-profile-7b-*.json")):
         if m:
             print(f.split("/")[-1], s["file"], s["decode_wall_us"]["median"], {k: m[k] for k in ("nodes", "node_time_us", "gap_us", "by_provider_us", "memcpy_nodes")}, m["top_ops_us"][:5])
 PY
+  ;;
+fused05)
+  node_env
+  [ -f "$R/05b.rc" ] || { echo "the 0.5B export is not done yet"; tail -3 "$R/gpu-bench-0.5b.log"; exit 1; }
+  M=/tmp/random-0.5b
+  "$NP/node" "$NP/loupe.mjs" convert --fused $M || exit 1
+  for r in 1 2; do
+    for dec in exported fused; do
+      "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder $dec --new-tokens 128 --bandwidth-gbs "$(bw)" \
+        --logits-out "$R/logits-05-$dec.f32" --json "$OUT/engine-bench-0.5b-cuda-fp16-$dec-r$r.json" > /dev/null 2> "$R/05-$dec.err" || tail -5 "$R/05-$dec.err"
+    done
+  done
+  cmp_logits "$R/logits-05-exported.f32" "$R/logits-05-fused.f32" "$(vocab $M)" "$OUT/logits-0.5b-fused-vs-exported.json"
+  summary 0.5b
+  ;;
+fused7b)
+  node_env
+  [ -f "$R/7b.rc" ] || { echo "the 7B export is not done yet"; tail -3 "$R/gpu-bench-7b.log"; exit 1; }
+  M=/tmp/random-7b B=$(bw)
+  "$NP/node" "$NP/loupe.mjs" convert --fused $M || exit 1
+  for dec in exported fused; do
+    "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder $dec --new-tokens 128 --bandwidth-gbs "$B" \
+      --logits-out "$R/logits-7b-$dec.f32" --json "$OUT/engine-bench-7b-cuda-fp16-$dec.json" > /dev/null 2> "$R/7b-$dec.err" || tail -5 "$R/7b-$dec.err"
+  done
+  summary 7b
+  cmp_logits "$R/logits-7b-exported.f32" "$R/logits-7b-fused.f32" "$(vocab $M)" "$OUT/logits-7b-fused-vs-exported.json"
+  (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --no-export --report "$OUT/gpu-bench-7b-again.json" 2>&1 | grep -E "PyTorch|bound|bandwidth")
+  cp "$R/gpu-bench-7b.json" "$OUT/" 2>/dev/null
+  rm -rf "$R/prof-fused" && mkdir -p "$R/prof-fused"
+  LOUPE_ORT_PROFILE="$R/prof-fused/ort" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 32 --runs 1 \
+    --json "$R/prof-fused/bench.json" > /dev/null 2> "$R/prof-fused.err" || tail -5 "$R/prof-fused.err"
+  python3 "$WT/models/ort_profile_summary.py" "$R"/prof-fused/ort_*.json --out "$OUT/ort-profile-7b-cuda-fp16-fused.json" > /dev/null
+  python3 - "$OUT" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1] + "/ort-profile-7b-cuda-fp16-fused.json")):
+    m = s.get("median_decode_step")
+    if m:
+        print(s["file"], s["decode_wall_us"]["median"], {k: m[k] for k in ("nodes", "node_time_us", "gap_us", "by_provider_us", "memcpy_nodes")}, m["top_ops_us"][:6])
+PY
+  (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b-fused.f32" --onnx-bench "$OUT/engine-bench-7b-cuda-fp16-fused.json" \
+    --report "$OUT/logits-7b-fused.json" 2>&1 | tail -8)
   ;;
 status)
   for f in "$R"/*.log; do echo "== $f"; tail -4 "$f"; done; ls "$R"

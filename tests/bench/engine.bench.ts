@@ -3,10 +3,12 @@
  * one image and a three-image conversation, and a second turn that reuses the KV cache), plus the recorded PyTorch
  * `generate` numbers from the GPU machine (models/reports/device-*.json) for reference.
  */
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { QwenVLRuntime } from '../../native/engine/qwenRuntime';
+import { addFusedDecoders } from '../../native/engine/fusedGraph';
 import { greedy, parity, toMessages, TINY_DIR } from '../integration/engines/parityFixture';
 
 const round = (x: number) => Math.round(x * 10) / 10;
@@ -14,8 +16,19 @@ const round = (x: number) => Math.round(x * 10) / 10;
 export async function bench(): Promise<Array<Record<string, string | number>>> {
   const rows: Array<Record<string, string | number>> = [];
   const cpu = `${os.cpus()[0]?.model ?? 'cpu'} ×${os.cpus().length}`;
-  for (const dtype of ['fp32', 'q8'] as const) {
-    const rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, dtype, kvCache: false });
+  // the fused decoder (loupe convert --fused) beside the exported one, in a copy of the tiny model; on the CPU the
+  // runtime keeps the exported one unless asked (LoadOptions.decoder), so its rows are the fused graph's CPU speed
+  const fusedDir = path.join(mkdtempSync(path.join(os.tmpdir(), 'loupe-bench-fused-')), 'tiny');
+  cpSync(TINY_DIR, fusedDir, { recursive: true });
+  await addFusedDecoders(fusedDir);
+  const configs = [
+    { dtype: 'fp32', dir: TINY_DIR, label: 'fp32' },
+    { dtype: 'fp32', dir: fusedDir, label: 'fp32, fused decoder', decoder: 'fused' },
+    { dtype: 'q8', dir: TINY_DIR, label: 'q8' },
+  ] as const;
+  for (const cfg of configs) {
+    const { dtype } = cfg;
+    const rt = await QwenVLRuntime.load({ modelDir: cfg.dir, dtype, kvCache: false, ...('decoder' in cfg ? { decoder: cfg.decoder } : {}) });
     try {
       for (const [name, c] of Object.entries(parity.cases)) {
         const req = greedy(c, { maxTokens: 64 });
@@ -28,13 +41,14 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
           dec += r.completionTokens - 1;
           decMs += r.decodeMs ?? 0;
         }
-        rows.push({ source: 'node (this machine)', device: cpu, model: 'tiny-random-qwen25vl', dtype, case: name, prompt_tokens: c.input_ids.length,
+        rows.push({ source: 'node (this machine)', device: cpu, model: 'tiny-random-qwen25vl', dtype: cfg.label, case: name, prompt_tokens: c.input_ids.length,
           prefill_tok_s: round(pre / (preMs / 1000)), decode_tok_s: round(dec / (decMs / 1000)) });
       }
     } finally {
       await rt.dispose();
     }
   }
+  rmSync(path.dirname(fusedDir), { recursive: true, force: true });
   // second turn with the KV cache: the three-image conversation after a turn that ended at the first crop
   const rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: true });
   try {

@@ -16,6 +16,13 @@ export interface LoadOptions {
    * SMALL_MODEL_BYTES), ONNX Runtime's default (one per physical core) otherwise.
    */
   threads?: number;
+  /**
+   * Which decoder graph to run: 'fused' (onnx/decoder_model_merged_fused{suffix}.onnx, written by `loupe convert
+   * --fused`: onnxruntime's fused operators, ~4× fewer nodes a step), 'exported' (the exporter's own), or 'auto'
+   * (default): the fused one on CUDA when the folder has it, where a decode step is bound by issuing nodes; the
+   * exported one on CPU and WebGPU.
+   */
+  decoder?: 'auto' | 'fused' | 'exported';
 }
 
 /**

@@ -7,15 +7,16 @@ export function register(program: Command): void {
   program
     .command('convert')
     .description('convert a Qwen2.5-VL checkpoint folder to ONNX (transformers.js layout) with python3 + torch + transformers 5')
-    .argument('<hf_dir>', 'Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer files); with --attention alone: an ONNX model folder')
+    .argument('<hf_dir>', 'Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer files); with --attention or --fused alone: an ONNX model folder')
     .argument('[out_dir]', 'where to write the ONNX model folder')
     .option('--dtypes <list>', 'fp32 and/or q8', 'fp32,q8')
     .option('--check', 'compare ONNX logits with PyTorch on a one-image and a three-image prompt')
     .option('--attention', 'also write the analysis decoder (decoder_model_merged_attn*.onnx: per-layer attention outputs for attention maps); with no out_dir, add it to the ONNX model folder hf_dir')
+    .option('--fused', 'also write the fused decoder (decoder_model_merged_fused*.onnx: the same decoder from onnxruntime fused operators, for CUDA; fp32/fp16 decoders only); with no out_dir, add it to the ONNX model folder hf_dir')
     .option('--python <exe>', 'python interpreter', 'python3')
-    .action(async (hf: string, out: string | undefined, o: { dtypes: string; check?: boolean; attention?: boolean; python: string }) => {
-      if (out === undefined && !o.attention) {
-        console.error('convert: out_dir is required (or pass --attention to add the analysis decoder to an ONNX model folder)');
+    .action(async (hf: string, out: string | undefined, o: { dtypes: string; check?: boolean; attention?: boolean; fused?: boolean; python: string }) => {
+      if (out === undefined && !o.attention && !o.fused) {
+        console.error('convert: out_dir is required (or pass --attention / --fused to add the analysis / fused decoder to an ONNX model folder)');
         process.exitCode = 2;
         return;
       }
@@ -41,6 +42,17 @@ export function register(program: Command): void {
           for (const f of await addAnalysisDecoders(out ?? hf)) console.log(`wrote ${f.file} (${(f.bytes / 2 ** 20).toFixed(1)} MiB, ${f.layers} attention outputs)`);
         } catch (e) {
           console.error(`convert --attention: ${(e as Error).message}`);
+          process.exitCode = 1;
+        }
+      }
+      if (o.fused) {
+        const { addFusedDecoders } = await import('../../../native/engine/fusedGraph');
+        try {
+          for (const f of await addFusedDecoders(out ?? hf)) {
+            console.log(`wrote ${f.file} (${(f.bytes / 2 ** 20).toFixed(1)} MiB${f.externalData ? ', weights read from the exported decoder\'s data file' : ''}, ${f.dtype}, ${f.nodesAfter} nodes instead of ${f.nodesBefore})`);
+          }
+        } catch (e) {
+          console.error(`convert --fused: ${(e as Error).message}`);
           process.exitCode = 1;
         }
       }

@@ -1,0 +1,363 @@
+/**
+ * The fused decoder: the same text decoder as an exported `decoder_model_merged{suffix}.onnx` (same inputs, outputs
+ * and weights), rebuilt from onnxruntime's fused operators so a decode step runs ~17 nodes a layer instead of ~69.
+ * On the CUDA execution provider a decode step is bound by the host issuing nodes (≈ 9 µs each; 1,937 nodes a step
+ * for the 7B: models/reports/GPU-7B.md), so fewer, larger nodes are the lever left from Node, where onnxruntime-node
+ * offers neither CUDA IO binding nor CUDA graphs.
+ *
+ * A layer: SkipSimplifiedLayerNormalization (residual add + RMSNorm; SimplifiedLayerNormalization for layer 0),
+ * q/k/v MatMul + bias Add, RotaryEmbedding on q and k, GroupQueryAttention (past/present KV in the exporter's
+ * [batch, kv heads, time, head dim] layout), o MatMul, SkipSimplifiedLayerNormalization, gate/up MatMul,
+ * Sigmoid·Mul·Mul (SiLU gate), down MatMul. mRoPE: cos/sin are computed once a step from the 3-D position_ids (each
+ * frequency band takes its t/h/w component, in fp32 as the exporter does) into a per-token table, and every layer's
+ * RotaryEmbedding reads row b·S+s of it. GroupQueryAttention's seqlens_k and total_sequence_length are computed once a
+ * step from attention_mask.
+ *
+ * Restrictions (checked or documented): the mask must be all ones up to each row's length (no left padding; Loupe
+ * always feeds ones); float32 or float16 exports only (quantized decoders keep their own graph).
+ *
+ * Weights are found by the graph's structure, not by names: the MatMuls whose second input is an initializer (through
+ * Identity nodes: the TorchScript exporter shares equal tensors) in graph order are q, k, v, o, gate, up, down per
+ * layer and the LM head; their shapes are checked against config.json. The initializers' TensorProto bytes are copied
+ * verbatim, so a decoder whose weights live in an external data file (`*.onnx_data`, the 7B) keeps pointing at that
+ * same file: the fused file beside it holds the graph only.
+ */
+import { readFile, writeFile, rename, readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { fields, floatAttr, intAttr, ld, msg, node, str, tensorBytes, text, varints, vi, type Field } from './onnxProto';
+
+/** File stem of the fused decoder (add the dtype suffix and `.onnx`). */
+export const FUSED_DECODER = 'decoder_model_merged_fused';
+
+const FLOAT = 1;
+const FLOAT16 = 10;
+const INT64 = 7;
+const INT32 = 6;
+
+export interface TextConfig {
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  hidden: number;
+  intermediate: number;
+  vocab: number;
+  eps: number;
+  ropeTheta: number;
+  mropeSection: number[];
+}
+
+/** The text decoder's dimensions from a Qwen2.5-VL config.json (text_config or top level). */
+export function textConfig(cfg: Record<string, unknown>): TextConfig {
+  const t = (cfg['text_config'] ?? cfg) as Record<string, unknown>;
+  const num = (k: string, d?: number): number => {
+    const v = t[k] ?? cfg[k] ?? d;
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`config.json: no numeric ${k}`);
+    return v;
+  };
+  const rope = (t['rope_parameters'] ?? t['rope_scaling'] ?? cfg['rope_scaling'] ?? {}) as Record<string, unknown>;
+  const type = rope['rope_type'] ?? rope['type'] ?? 'default';
+  if (type !== 'default' && type !== 'mrope') throw new Error(`config.json: rope type '${String(type)}' is not handled by the fused decoder (default mRoPE only)`);
+  const section = rope['mrope_section'];
+  if (!Array.isArray(section) || !section.every((x) => typeof x === 'number')) throw new Error('config.json: no mrope_section');
+  const heads = num('num_attention_heads');
+  const hidden = num('hidden_size');
+  const theta = (rope['rope_theta'] ?? t['rope_theta'] ?? cfg['rope_theta']) as unknown;
+  if (typeof theta !== 'number') throw new Error('config.json: no rope_theta');
+  const headDim = typeof t['head_dim'] === 'number' ? (t['head_dim'] as number) : hidden / heads;
+  if ((section as number[]).reduce((a, b) => a + b, 0) * 2 !== headDim) throw new Error(`config.json: mrope_section ${JSON.stringify(section)} does not cover head_dim ${headDim}`);
+  return {
+    layers: num('num_hidden_layers'),
+    heads,
+    kvHeads: num('num_key_value_heads', heads),
+    headDim,
+    hidden,
+    intermediate: num('intermediate_size'),
+    vocab: num('vocab_size'),
+    eps: num('rms_norm_eps', 1e-6),
+    ropeTheta: theta,
+    mropeSection: section as number[],
+  };
+}
+
+interface Init {
+  name: string;
+  dims: number[];
+  dataType: number;
+  /** The TensorProto bytes (no tag). */
+  bytes: Uint8Array;
+}
+interface GNode {
+  op: string;
+  domain: string;
+  inputs: string[];
+  outputs: string[];
+}
+
+export interface FusedGraphInfo {
+  layers: number;
+  /** Nodes in the original and the fused graph. */
+  nodesBefore: number;
+  nodesAfter: number;
+  dtype: 'float32' | 'float16';
+  /** Whether the weights stay in an external data file (referenced, not copied). */
+  externalData: boolean;
+}
+
+/** The fused decoder's bytes from the exported decoder's bytes and its config. */
+export function fuseDecoder(model: Uint8Array, cfg: TextConfig): { bytes: Uint8Array; info: FusedGraphInfo } {
+  const top = fields(model);
+  const graphs = top.filter((f) => f.no === 7 && f.wire === 2);
+  if (graphs.length !== 1) throw new Error(`expected one graph in the ONNX model, found ${graphs.length}`);
+  const g = graphs[0]!;
+  const gf = fields(model, g.body![0], g.body![1]);
+  const s = (f: Field | undefined): string => (f ? text(model, f) : '');
+  const sub = (f: Field): Field[] => fields(model, f.body![0], f.body![1]);
+
+  const inits = new Map<string, Init>();
+  const nodes: GNode[] = [];
+  const inputs: Uint8Array[] = [];
+  const outputs: Uint8Array[] = [];
+  const inputNames: string[] = [];
+  const outputNames: string[] = [];
+  for (const f of gf) {
+    if (f.wire !== 2) continue;
+    if (f.no === 1) {
+      const nf = sub(f);
+      nodes.push({
+        op: s(nf.find((x) => x.no === 4)),
+        domain: s(nf.find((x) => x.no === 7)),
+        inputs: nf.filter((x) => x.no === 1).map((x) => text(model, x)),
+        outputs: nf.filter((x) => x.no === 2).map((x) => text(model, x)),
+      });
+    } else if (f.no === 5) {
+      const tf = sub(f);
+      const name = s(tf.find((x) => x.no === 8));
+      inits.set(name, { name, dims: varints(model, tf, 1), dataType: varints(model, tf, 2)[0] ?? 0, bytes: model.subarray(f.body![0], f.body![1]) });
+    } else if (f.no === 11 || f.no === 12) {
+      const name = s(sub(f).find((x) => x.no === 1));
+      (f.no === 11 ? inputs : outputs).push(model.subarray(f.start, f.end));
+      (f.no === 11 ? inputNames : outputNames).push(name);
+    }
+  }
+  if (nodes.some((n) => n.op === 'GroupQueryAttention')) throw new Error('the decoder is already fused');
+  if (nodes.some((n) => n.op === 'MatMulInteger' || n.op === 'DynamicQuantizeLinear' || n.op === 'MatMulNBits')) {
+    throw new Error('a quantized decoder: the fused decoder is made from float32 or float16 exports only');
+  }
+  const L = cfg.layers;
+  const want = ['inputs_embeds', 'attention_mask', 'position_ids'];
+  for (const w of want) if (!inputNames.includes(w)) throw new Error(`the decoder has no ${w} input: not an export Loupe's converter wrote`);
+  for (let i = 0; i < L; i++) {
+    for (const t of ['key', 'value']) {
+      if (!inputNames.includes(`past_key_values.${i}.${t}`)) throw new Error(`the decoder has no past_key_values.${i}.${t} input for ${L} layers`);
+      if (!outputNames.includes(`present.${i}.${t}`)) throw new Error(`the decoder has no present.${i}.${t} output`);
+    }
+  }
+  if (!outputNames.includes('logits')) throw new Error('the decoder has no logits output');
+  const keepInput = inputNames.includes('num_logits_to_keep');
+
+  const producer = new Map<string, GNode>();
+  for (const n of nodes) for (const o of n.outputs) producer.set(o, n);
+  const resolve = (name: string): Init | undefined => {
+    for (let i = 0; i < 64; i++) {
+      const hit = inits.get(name);
+      if (hit) return hit;
+      const p = producer.get(name);
+      if (!p || p.op !== 'Identity') return undefined;
+      name = p.inputs[0]!;
+    }
+    return undefined;
+  };
+  const consumers = (name: string) => nodes.filter((n) => n.inputs.includes(name));
+
+  const mm = nodes.filter((n) => n.op === 'MatMul' && n.inputs[1] !== undefined && resolve(n.inputs[1]) !== undefined);
+  if (mm.length !== 7 * L + 1) throw new Error(`found ${mm.length} weight MatMul nodes for ${L} layers (expected ${7 * L + 1}): not an export Loupe's converter wrote`);
+  const weight = (n: GNode) => resolve(n.inputs[1]!)!;
+  const dt = weight(mm[0]!).dataType;
+  if (dt !== FLOAT && dt !== FLOAT16) throw new Error(`weights of ONNX data type ${dt}: the fused decoder takes float32 or float16`);
+  const { hidden: H, heads: NH, kvHeads: KV, headDim: HD, intermediate: I, vocab: V } = cfg;
+  const expect = (w: Init, dims: number[], what: string) => {
+    if (w.dims.length !== 2 || w.dims[0] !== dims[0] || w.dims[1] !== dims[1]) throw new Error(`${what}: weight ${w.name} is ${w.dims.join('×')}, expected ${dims.join('×')} from config.json`);
+    if (w.dataType !== dt) throw new Error(`${what}: weight ${w.name} has data type ${w.dataType}, the others ${dt}`);
+  };
+  const bias = (n: GNode, width: number, what: string): Init | undefined => {
+    const add = consumers(n.outputs[0]!).find((c) => c.op === 'Add' && c.inputs.some((x) => x !== n.outputs[0] && resolve(x)));
+    if (!add) return undefined;
+    const b = resolve(add.inputs.find((x) => x !== n.outputs[0])!)!;
+    if (b.dims.length !== 1 || b.dims[0] !== width) throw new Error(`${what}: bias ${b.name} is ${b.dims.join('×')}, expected ${width}`);
+    return b;
+  };
+  // the RMSNorm weights: Mul nodes with a [hidden] initializer, in graph order (input, post-attention per layer; final)
+  const norms = nodes.filter((n) => n.op === 'Mul').map((n) => n.inputs.map(resolve).find((w) => w && w.dims.length === 1 && w.dims[0] === H)).filter((w): w is Init => !!w);
+  if (norms.length !== 2 * L + 1) throw new Error(`found ${norms.length} RMSNorm weights for ${L} layers (expected ${2 * L + 1})`);
+
+  const used = new Map<string, Init>();
+  const use = (w: Init) => (used.set(w.name, w), w.name);
+  const extraInits: Uint8Array[] = [];
+  const add = (name: string, dataType: number, dims: number[], raw: Uint8Array) => (extraInits.push(ld(5, tensorBytes(name, dataType, dims, raw))), name);
+  const i64c = (name: string, vals: number[], dims = [vals.length]) => {
+    const b = Buffer.alloc(vals.length * 8);
+    vals.forEach((v, i) => b.writeBigInt64LE(BigInt(v), i * 8));
+    return add(name, INT64, dims, b);
+  };
+  const out: Uint8Array[] = [];
+  const k = (x: string) => `fused/${x}`;
+  const N = (op: string, ins: string[], outs: string[], attrs: Uint8Array[] = [], domain = '') => {
+    out.push(node(op, k(`${op}_${out.length}`), ins, outs, attrs, domain));
+  };
+  const MS = 'com.microsoft';
+
+  // ---- once a step: mRoPE cos/sin, rotary row ids, GQA lengths
+  const half = HD / 2;
+  const inv = Buffer.alloc(3 * half * 4);
+  const sec: number[] = [];
+  cfg.mropeSection.forEach((n, i) => {
+    for (let j = 0; j < n; j++) sec.push(i % 3);
+  });
+  for (let j = 0; j < half; j++) {
+    const f = 1 / Math.pow(cfg.ropeTheta, (2 * j) / HD);
+    inv.writeFloatLE(Math.fround(f), (sec[j]! * half + j) * 4);
+  }
+  add(k('inv_freq_thw'), FLOAT, [3, 1, 1, half], inv);
+  i64c(k('ax0'), [0]);
+  i64c(k('ax1'), [1]);
+  i64c(k('ax3'), [3]);
+  i64c(k('rows'), [-1, half]);
+  i64c(k('one'), [1], []);
+  i64c(k('zero'), [0], []);
+  i64c(k('end'), [2 ** 53]);
+  i64c(k('sh1'), [1]);
+  N('Cast', ['position_ids'], [k('pos_f')], [intAttr('to', FLOAT)]);
+  N('Unsqueeze', [k('pos_f'), k('ax3')], [k('pos_u')]);
+  N('Mul', [k('pos_u'), k('inv_freq_thw')], [k('freq_thw')]);
+  N('ReduceSum', [k('freq_thw'), k('ax0')], [k('freq')], [intAttr('keepdims', 0)]);
+  N('Cos', [k('freq')], [k('cos_f')]);
+  N('Sin', [k('freq')], [k('sin_f')]);
+  N('Reshape', [k('cos_f'), k('rows')], [dt === FLOAT ? k('cos') : k('cos_r')]);
+  N('Reshape', [k('sin_f'), k('rows')], [dt === FLOAT ? k('sin') : k('sin_r')]);
+  if (dt === FLOAT16) {
+    N('Cast', [k('cos_r')], [k('cos')], [intAttr('to', FLOAT16)]);
+    N('Cast', [k('sin_r')], [k('sin')], [intAttr('to', FLOAT16)]);
+  }
+  // row ids b·S+s: [B,S] from inputs_embeds' shape
+  N('Shape', ['inputs_embeds'], [k('bs')], [intAttr('end', 2)]);
+  N('ReduceProd', [k('bs')], [k('n')], [intAttr('keepdims', 0)]);
+  N('Range', [k('zero'), k('n'), k('one')], [k('rows_flat')]);
+  N('Reshape', [k('rows_flat'), k('bs')], [k('rot_pos')]);
+  // GroupQueryAttention: seqlens_k = per-row mask length − 1 (int32 [B]); total_sequence_length = mask width (int32)
+  N('ReduceSum', ['attention_mask', k('ax1')], [k('mask_len')], [intAttr('keepdims', 0)]);
+  N('Sub', [k('mask_len'), k('one')], [k('seqlens64')]);
+  N('Cast', [k('seqlens64')], [k('seqlens_k')], [intAttr('to', INT32)]);
+  N('Shape', ['attention_mask'], [k('total64')], [intAttr('start', 1), intAttr('end', 2)]);
+  N('Cast', [k('total64')], [k('total_1')], [intAttr('to', INT32)]);
+  N('Squeeze', [k('total_1')], [k('total')]);
+
+  const eps = floatAttr('epsilon', cfg.eps);
+  let resid = 'inputs_embeds';
+  let pending = ''; // the last block's output, still to be added to resid
+  for (let i = 0; i < L; i++) {
+    const [q, kk, v, o, gate, up, down] = mm.slice(7 * i, 7 * i + 7) as [GNode, GNode, GNode, GNode, GNode, GNode, GNode];
+    expect(weight(q), [H, NH * HD], `layer ${i} q_proj`);
+    expect(weight(kk), [H, KV * HD], `layer ${i} k_proj`);
+    expect(weight(v), [H, KV * HD], `layer ${i} v_proj`);
+    expect(weight(o), [NH * HD, H], `layer ${i} o_proj`);
+    expect(weight(gate), [H, I], `layer ${i} gate_proj`);
+    expect(weight(up), [H, I], `layer ${i} up_proj`);
+    expect(weight(down), [I, H], `layer ${i} down_proj`);
+    const l = (x: string) => k(`l${i}/${x}`);
+    if (i === 0) {
+      N('SimplifiedLayerNormalization', [resid, use(norms[0]!)], [l('h')], [eps, intAttr('axis', -1), intAttr('stash_type', 1)]);
+    } else {
+      N('SkipSimplifiedLayerNormalization', [pending, resid, use(norms[2 * i]!)], [l('h'), '', '', l('x')], [eps], MS);
+      resid = l('x');
+    }
+    const proj = (m: GNode, name: string, width: number) => {
+      const b = bias(m, width, `layer ${i} ${name}`);
+      N('MatMul', [l('h'), use(weight(m))], [b ? l(`${name}_mm`) : l(name)]);
+      if (b) N('Add', [l(`${name}_mm`), use(b)], [l(name)]);
+      return l(name);
+    };
+    const qo = proj(q, 'q', NH * HD);
+    const ko = proj(kk, 'k', KV * HD);
+    const vo = proj(v, 'v', KV * HD);
+    N('RotaryEmbedding', [qo, k('rot_pos'), k('cos'), k('sin')], [l('q_rot')], [intAttr('interleaved', 0)], MS);
+    N('RotaryEmbedding', [ko, k('rot_pos'), k('cos'), k('sin')], [l('k_rot')], [intAttr('interleaved', 0)], MS);
+    N(
+      'GroupQueryAttention',
+      [l('q_rot'), l('k_rot'), vo, `past_key_values.${i}.key`, `past_key_values.${i}.value`, k('seqlens_k'), k('total')],
+      [l('attn'), `present.${i}.key`, `present.${i}.value`],
+      [intAttr('num_heads', NH), intAttr('kv_num_heads', KV), floatAttr('scale', 1 / Math.sqrt(HD))],
+      MS,
+    );
+    N('MatMul', [l('attn'), use(weight(o))], [l('o')]);
+    N('SkipSimplifiedLayerNormalization', [l('o'), resid, use(norms[2 * i + 1]!)], [l('h2'), '', '', l('x2')], [eps], MS);
+    resid = l('x2');
+    N('MatMul', [l('h2'), use(weight(gate))], [l('gate')]);
+    N('MatMul', [l('h2'), use(weight(up))], [l('up')]);
+    N('Sigmoid', [l('gate')], [l('sig')]);
+    N('Mul', [l('gate'), l('sig')], [l('silu')]);
+    N('Mul', [l('silu'), l('up')], [l('act')]);
+    N('MatMul', [l('act'), use(weight(down))], [l('down')]);
+    pending = l('down');
+  }
+  const head = mm[7 * L]!;
+  expect(weight(head), [H, V], 'lm_head');
+  N('SkipSimplifiedLayerNormalization', [pending, resid, use(norms[2 * L]!)], [k('hn')], [eps], MS);
+  let last = k('hn');
+  if (keepInput) {
+    // keep the last K positions (K = 0: all): Slice from −K, and −0 = 0 is the whole sequence
+    N('Reshape', ['num_logits_to_keep', k('sh1')], [k('keep1')]);
+    N('Neg', [k('keep1')], [k('keep_start')]);
+    N('Slice', [k('hn'), k('keep_start'), k('end'), k('ax1')], [k('hn_keep')]);
+    last = k('hn_keep');
+  }
+  N('MatMul', [last, use(weight(head))], [dt === FLOAT ? 'logits' : k('logits16')]);
+  if (dt === FLOAT16) N('Cast', [k('logits16')], ['logits'], [intAttr('to', FLOAT)]);
+
+  const initBytes = [...used.values()].map((w) => ld(5, w.bytes));
+  const graph = msg(...out, str(2, 'loupe_fused_decoder'), ...initBytes, ...extraInits, ...inputs, ...outputs);
+  // ModelProto: ir_version (1) from the original, producer (2), opset_import (8): ai.onnx 18 and com.microsoft 1
+  const ir = top.find((f) => f.no === 1 && f.wire === 0)?.value ?? 8;
+  const opset = (domain: string, v: number) => ld(8, msg(...(domain ? [str(1, domain)] : []), vi(2, v)));
+  const bytes = msg(vi(1, ir), str(2, 'loupe'), ld(7, graph), opset('', 18), opset(MS, 1));
+  const externalData = [...used.values()].some((w) => fields(w.bytes).some((f) => f.no === 13));
+  return { bytes, info: { layers: L, nodesBefore: nodes.length, nodesAfter: out.length, dtype: dt === FLOAT ? 'float32' : 'float16', externalData } };
+}
+
+/** Writes `dst` (atomically) as the fused decoder of `src`; `config` is the model folder's config.json. */
+export async function writeFusedDecoder(src: string, dst: string, config: Record<string, unknown>): Promise<FusedGraphInfo> {
+  const { bytes, info } = fuseDecoder(await readFile(src), textConfig(config));
+  const tmp = `${dst}.tmp-${process.pid}`;
+  await writeFile(tmp, bytes);
+  await rename(tmp, dst);
+  return info;
+}
+
+/**
+ * Adds a fused decoder beside every float decoder in a model folder (`onnx/decoder_model_merged{suffix}.onnx` →
+ * `onnx/decoder_model_merged_fused{suffix}.onnx`, for fp32 and fp16; quantized ones are left as they are).
+ */
+export async function addFusedDecoders(modelDir: string): Promise<Array<{ file: string; bytes: number } & FusedGraphInfo>> {
+  let cfg: Record<string, unknown>;
+  try {
+    cfg = JSON.parse(await readFile(path.join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  } catch (e) {
+    throw new Error(`${modelDir}: cannot read config.json (${(e as Error).message}); is this a model folder?`);
+  }
+  const onnxDir = path.join(modelDir, 'onnx');
+  let names: string[];
+  try {
+    names = await readdir(onnxDir);
+  } catch {
+    throw new Error(`${modelDir}: no onnx/ folder (convert the checkpoint first)`);
+  }
+  const src = names.filter((n) => /^decoder_model_merged(_fp16)?\.onnx$/.test(n));
+  if (!src.length) throw new Error(`${onnxDir}: no float32 or float16 decoder (decoder_model_merged.onnx or decoder_model_merged_fp16.onnx)`);
+  const out: Array<{ file: string; bytes: number } & FusedGraphInfo> = [];
+  for (const n of src.sort()) {
+    const dst = path.join(onnxDir, n.replace('decoder_model_merged', FUSED_DECODER));
+    const info = await writeFusedDecoder(path.join(onnxDir, n), dst, cfg);
+    out.push({ file: path.relative(modelDir, dst), bytes: (await stat(dst)).size, ...info });
+  }
+  return out;
+}

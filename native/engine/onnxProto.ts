@@ -1,0 +1,121 @@
+/**
+ * The few protobuf pieces Loupe needs to read and write ONNX files without Python or the `onnx` package: a reader of
+ * one message's fields (by byte range, so nothing is copied) and writers for length-delimited and varint fields.
+ * Used by the analysis decoder (attentionGraph.ts) and the fused decoder (fusedGraph.ts).
+ */
+
+export interface Field {
+  no: number;
+  wire: number;
+  /** Start of the tag; end of the whole field. */
+  start: number;
+  end: number;
+  /** For length-delimited fields: the payload range. */
+  body?: [number, number];
+  value?: number;
+}
+
+export function varint(b: Uint8Array, i: number): [number, number] {
+  let v = 0;
+  let mul = 1;
+  for (;;) {
+    if (i >= b.length) throw new Error('truncated varint');
+    const x = b[i++]!;
+    v += (x & 0x7f) * mul;
+    if (!(x & 0x80)) return [v, i];
+    mul *= 128;
+    if (mul > 2 ** 63) throw new Error('varint too long');
+  }
+}
+
+/** The fields of one protobuf message between `start` and `end`. */
+export function fields(b: Uint8Array, start = 0, end = b.length): Field[] {
+  const out: Field[] = [];
+  let i = start;
+  while (i < end) {
+    const s = i;
+    const [tag, j] = varint(b, i);
+    i = j;
+    const no = Math.floor(tag / 8);
+    const wire = tag & 7;
+    if (wire === 0) {
+      const [v, k] = varint(b, i);
+      out.push({ no, wire, start: s, end: k, value: v });
+      i = k;
+    } else if (wire === 2) {
+      const [n, k] = varint(b, i);
+      if (k + n > end) throw new Error(`field ${no} runs past its message`);
+      out.push({ no, wire, start: s, end: k + n, body: [k, k + n] });
+      i = k + n;
+    } else if (wire === 5) {
+      out.push({ no, wire, start: s, end: i + 4 });
+      i += 4;
+    } else if (wire === 1) {
+      out.push({ no, wire, start: s, end: i + 8 });
+      i += 8;
+    } else throw new Error(`unsupported protobuf wire type ${wire}`);
+  }
+  if (i !== end) throw new Error('message overruns its length');
+  return out;
+}
+
+export const text = (b: Uint8Array, f: Field): string => Buffer.from(b.subarray(f.body![0], f.body![1])).toString('utf8');
+
+/** The values of a repeated varint field, packed (wire 2) or not. */
+export function varints(b: Uint8Array, fs: Field[], no: number): number[] {
+  const out: number[] = [];
+  for (const f of fs) {
+    if (f.no !== no) continue;
+    if (f.wire === 0) out.push(f.value!);
+    else if (f.wire === 2) {
+      let i = f.body![0];
+      while (i < f.body![1]) {
+        const [v, k] = varint(b, i);
+        out.push(v);
+        i = k;
+      }
+    }
+  }
+  return out;
+}
+
+export function encVarint(v: number): number[] {
+  const out: number[] = [];
+  // negative int64 values (an attribute such as axis = -1) are their 64-bit two's complement: ten bytes
+  let x = v < 0 ? BigInt.asUintN(64, BigInt(v)) : BigInt(v);
+  while (x >= 128n) {
+    out.push(Number(x % 128n) | 0x80);
+    x /= 128n;
+  }
+  out.push(Number(x));
+  return out;
+}
+export const ld = (no: number, payload: Uint8Array): Uint8Array => Buffer.concat([Buffer.from(encVarint(no * 8 + 2)), Buffer.from(encVarint(payload.length)), payload]);
+export const vi = (no: number, v: number): Uint8Array => Buffer.from([...encVarint(no * 8), ...encVarint(v)]);
+export const str = (no: number, s: string): Uint8Array => ld(no, Buffer.from(s, 'utf8'));
+export const msg = (...parts: Uint8Array[]): Uint8Array => Buffer.concat(parts);
+
+/** AttributeProto: an int (type 2). */
+export const intAttr = (name: string, v: number): Uint8Array => ld(5, msg(str(1, name), vi(3, v), vi(20, 2)));
+/** AttributeProto: a float (type 1). */
+export function floatAttr(name: string, v: number): Uint8Array {
+  const f = Buffer.alloc(4);
+  f.writeFloatLE(v);
+  return ld(5, msg(str(1, name), Buffer.from([(2 << 3) | 5]), f, vi(20, 1)));
+}
+/** NodeProto (as GraphProto field 1). */
+export function node(op: string, name: string, inputs: string[], outputs: string[], attrs: Uint8Array[] = [], domain = ''): Uint8Array {
+  return ld(1, msg(...inputs.map((x) => str(1, x)), ...outputs.map((x) => str(2, x)), str(3, name), str(4, op), ...attrs, ...(domain ? [str(7, domain)] : [])));
+}
+/** TensorProto bytes (no field tag) of a small tensor: dims, data_type, raw_data. */
+export function tensorBytes(name: string, dataType: number, dims: number[], raw: Uint8Array): Uint8Array {
+  return msg(...dims.map((d) => vi(1, d)), vi(2, dataType), str(8, name), ld(9, raw));
+}
+export function int64Constant(name: string, values: number[]): Uint8Array {
+  const raw = Buffer.alloc(values.length * 8);
+  values.forEach((v, i) => raw.writeBigInt64LE(BigInt(v), i * 8));
+  // TensorProto: dims (1), data_type (2) = INT64 (7), raw_data (9)
+  const tensor = msg(...(values.length ? [vi(1, values.length)] : []), vi(2, 7), ld(9, raw));
+  const attr = ld(5, msg(str(1, 'value'), ld(5, tensor), vi(20, 4)));
+  return node('Constant', `${name}_node`, [], [name], [attr]);
+}
