@@ -10,12 +10,15 @@
  * already streamed to the caller is not retried (the caller has seen it): it fails with EngineError('network').
  * Every failure is an EngineError naming the server, the status and the attempt count.
  *
- * The request is one `fetch` of the body `chatCompletionBody` builds (serialized once, whatever the retries) and the
- * SSE stream is read line by line here: the OpenAI SDK's request and stream layers cost ~5 ms per call on this
- * 2-core machine against a raw client sending the same body (tests/bench/sweep.bench.ts), and its retries and
- * timeouts were already ours.
+ * The request is one `node:http(s)` POST of the body `chatCompletionBody` builds (serialized once, whatever the
+ * retries) and the SSE stream is read line by line here. The OpenAI SDK's request and stream layers cost ~5 ms per
+ * call on this 2-core machine against a raw `fetch` of the same body, and `fetch` itself ~2 ms of client CPU per
+ * call more than `node:http` (tests/bench/sweep.bench.ts measures the runner against such a raw client); the
+ * SDK's retries and timeouts were already ours. Connections are kept alive (Node's default agents).
  */
 import { readFile } from 'node:fs/promises';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import type { ChatMessage, Engine, EngineImage, EngineInfo, GenerateRequest, GenerateResult } from '../types';
 import { EngineError } from '../errors';
@@ -130,7 +133,7 @@ interface AttemptError {
 export const ATTENTION_UNAVAILABLE = 'unavailable: the server does not expose attention (maps need a local ONNX model with an analysis decoder)';
 
 export class OpenAIEngine implements Engine {
-  private readonly url: string;
+  private readonly url: URL;
   private readonly headers: Record<string, string>;
   private readonly sem: Semaphore;
   private readonly o: Required<Omit<OpenAIEngineOptions, 'apiKey' | 'extraBody'>> & Pick<OpenAIEngineOptions, 'extraBody'>;
@@ -149,7 +152,7 @@ export class OpenAIEngine implements Engine {
       ...(opts.extraBody ? { extraBody: opts.extraBody } : {}),
     };
     // retries and timeouts are ours (the SDK cannot retry a stream that dropped mid-way)
-    this.url = `${opts.baseURL.replace(/\/+$/, '')}/chat/completions`;
+    this.url = new URL(`${opts.baseURL.replace(/\/+$/, '')}/chat/completions`);
     this.headers = { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${opts.apiKey ?? 'EMPTY'}` };
     this.sem = new Semaphore(this.o.concurrency);
   }
@@ -217,27 +220,32 @@ export class OpenAIEngine implements Engine {
     let finish: string | null = null;
     let usage: { prompt_tokens?: number; completion_tokens?: number } | undefined;
     try {
-      let res: Response;
+      let res: IncomingMessage;
       try {
-        res = await fetch(this.url, { method: 'POST', headers: this.headers, body, signal: ac.signal });
+        res = await post(this.url, this.headers, body, ac.signal);
       } catch (e) {
         if (ac.signal.aborted) throw e;
-        const cause = (e as { cause?: { message?: string; code?: string } }).cause;
-        return this.dropped(text, shown, `connection failed: ${cause?.message ?? cause?.code ?? (e as Error).message}`);
+        return this.dropped(text, shown, `connection failed: ${(e as Error).message}`);
       }
-      if (!res.ok) {
-        const status = res.status;
+      res.setEncoding('utf8');
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status > 299) {
         const retryable = status === 429 || status === 408 || status >= 500;
-        const ra = res.headers.get('retry-after');
-        const retryAfterMs = ra && Number.isFinite(Number(ra)) ? Number(ra) * 1000 : undefined;
+        const ra = res.headers['retry-after'];
+        const retryAfterMs = typeof ra === 'string' && ra && Number.isFinite(Number(ra)) ? Number(ra) * 1000 : undefined;
+        let errText = '';
+        try {
+          for await (const part of res) errText += part as string;
+        } catch {
+          // the status is what counts; a cut-off error body only loses its message
+        }
         return {
-          error: new EngineError('http', `HTTP ${status}: ${serverMessage(await res.text().catch(() => ''), res.statusText)}`, { status, retryable }),
+          error: new EngineError('http', `HTTP ${status}: ${serverMessage(errText, res.statusMessage ?? '')}`, { status, retryable }),
           ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
         };
       }
-      if (!res.body) return this.dropped(text, shown, 'the response has no body');
       kick();
-      for await (const chunk of sseChunks(res.body)) {
+      for await (const chunk of sseChunks(res as AsyncIterable<string>)) {
         kick();
         if (chunk.usage) usage = chunk.usage;
         const ch = chunk.choices?.[0];
@@ -338,8 +346,7 @@ function serverMessage(text: string, statusText: string): string {
  * The JSON chunks of an SSE stream (`data:` lines; an event ends at a blank line; `[DONE]` ends the stream). A chunk
  * that carries `error` (vLLM reports a failure inside the stream that way) throws, as a dropped stream does.
  */
-async function* sseChunks(body: ReadableStream<Uint8Array>): AsyncGenerator<StreamChunk> {
-  const decoder = new TextDecoder();
+async function* sseChunks(body: AsyncIterable<string>): AsyncGenerator<StreamChunk> {
   let buf = '';
   let data: string[] = [];
   const flush = function* (): Generator<StreamChunk | 'done'> {
@@ -359,34 +366,39 @@ async function* sseChunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Stre
     if (chunk.error) throw new Error(`the server reported an error in the stream: ${typeof chunk.error === 'string' ? chunk.error : (chunk.error.message ?? JSON.stringify(chunk.error))}`);
     yield chunk;
   };
-  const reader = body.getReader();
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.charCodeAt(nl - 1) === 13 ? buf.slice(0, nl - 1) : buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line === '') {
-          for (const c of flush()) {
-            if (c === 'done') return;
-            yield c;
-          }
-        } else if (line.startsWith('data:')) data.push(line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5));
-        // other fields (event:, id:, retry:) and comments (":") carry nothing the engine uses
+  let ended = false;
+  const line = function* (l: string): Generator<StreamChunk> {
+    if (l === '') {
+      for (const c of flush()) {
+        if (c === 'done') ended = true;
+        else if (!ended) yield c;
       }
-      if (done) {
-        for (const c of flush()) {
-          if (c === 'done') return;
-          yield c;
-        }
-        return;
-      }
+    } else if (l.startsWith('data:')) data.push(l.charCodeAt(5) === 32 ? l.slice(6) : l.slice(5));
+    // other fields (event:, id:, retry:) and comments (":") carry nothing the engine uses
+  };
+  // Read to the end even after [DONE]: a response read to its end leaves its connection to be reused.
+  for await (const part of body) {
+    buf += part;
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const l = buf.charCodeAt(nl - 1) === 13 ? buf.slice(0, nl - 1) : buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      yield* line(l);
     }
-  } finally {
-    reader.cancel().catch(() => undefined);
   }
+  // the stream ended: a last line without its newline, and a last event without its blank line
+  if (buf) yield* line(buf);
+  yield* line('');
+}
+
+/** POST `body` and resolve with the response once its headers arrived (keep-alive: Node's default agents). */
+function post(url: URL, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const mod = url.protocol === 'https:' ? https : http;
+    const req = mod.request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal }, resolve);
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 function firstStop(text: string, stops: readonly string[]): number {
