@@ -15,7 +15,7 @@ import type { ChatContent, ChatMessage, EngineImage, GenerateResult } from '../e
 import type { CallPlan, EpisodeImage, EpisodeState, ParsedCall, ParseResult, RenderPart, RenderTurn } from '../protocol/types';
 import { presetFor, RESIZE_PRESETS, smartResize, paddedFrameCount } from '../tools/smartResize';
 import { resolveSettings } from './settings';
-import type { EpisodeEvent, EpisodeSettings, PixelBounds, RunEpisodeOptions, StepHookDecision } from './types';
+import type { EpisodeEvent, EpisodeSettings, PixelBounds, PreparedEpisodeMedia, RunEpisodeOptions, StepHookDecision } from './types';
 
 const FACTOR = 28;
 
@@ -89,6 +89,42 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/**
+ * The question media of an episode, imported and resized as the reference does before the first turn: the originals
+ * (imported through ImageOps) and the initial images (smart_resize'd; a video's frames padded to an even count). This
+ * is the episode's input preparation, the part that needs no engine: `runEpisode` calls it, or takes its result as
+ * `prepared` when a caller started it earlier (the sweep runner's look-ahead). Throws on a missing or bad image.
+ */
+export async function prepareEpisodeMedia(opts: Pick<RunEpisodeOptions, 'media' | 'imageOps' | 'settings' | 'signal'>): Promise<PreparedEpisodeMedia> {
+  const { imageOps, signal } = opts;
+  const settings = resolveSettings(opts.settings);
+  const isVideo = 'videoFrames' in opts.media;
+  const inputs = isVideo ? (opts.media as { videoFrames: Array<string | MediaRef> }).videoFrames : (opts.media as { images: Array<string | MediaRef> }).images;
+  const originals: MediaRef[] = [];
+  const initial: MediaRef[] = [];
+  for (const m of inputs) {
+    if (signal?.aborted) throw signal.reason ?? new Error('cancelled');
+    originals.push(typeof m === 'string' ? await imageOps.importFile(m) : m);
+  }
+  if (originals.length === 0) throw new EpisodeError('the question has no images or frames');
+  if (isVideo) {
+    const first = originals[0]!;
+    const bounds = settings.videoFramePixels ?? RESIZE_PRESETS[presetFor('video_frame', settings.mode)!];
+    const [w, h] = resizeTo([first.width, first.height], bounds);
+    for (const o of originals) initial.push(o.width === w && o.height === h ? o : await imageOps.resize(o, w, h));
+    // Qwen's frame-list videos are padded to an even frame count by repeating the last frame.
+    while (initial.length < paddedFrameCount(originals.length)) initial.push(initial[initial.length - 1]!);
+  } else {
+    const bounds = settings.initialPixels ?? RESIZE_PRESETS[presetFor('initial', settings.mode)!];
+    for (const o of originals) {
+      if (signal?.aborted) throw signal.reason ?? new Error('cancelled');
+      const [w, h] = resizeTo([o.width, o.height], bounds);
+      initial.push(o.width === w && o.height === h ? o : await imageOps.resize(o, w, h));
+    }
+  }
+  return { originals, initial };
+}
+
 export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
   const { engine, dialect, imageOps, question, signal } = opts;
   const settings: EpisodeSettings = resolveSettings(opts.settings);
@@ -139,27 +175,12 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
     return t;
   };
 
-  // 1. Import and resize the question media as the reference does before the first turn.
+  // 1. Import and resize the question media as the reference does before the first turn (or take the media a
+  // caller prepared ahead with `prepareEpisodeMedia`, e.g. the sweep runner while the previous sample's request ran).
   try {
-    for (const m of inputs) {
-      if (signal?.aborted) throw signal.reason ?? new Error('cancelled');
-      originals.push(typeof m === 'string' ? await imageOps.importFile(m) : m);
-    }
-    if (originals.length === 0) throw new EpisodeError('the question has no images or frames');
-    if (isVideo) {
-      const first = originals[0]!;
-      const bounds = settings.videoFramePixels ?? RESIZE_PRESETS[presetFor('video_frame', settings.mode)!];
-      const [w, h] = resizeTo([first.width, first.height], bounds);
-      for (const o of originals) initial.push(o.width === w && o.height === h ? o : await imageOps.resize(o, w, h));
-      // Qwen's frame-list videos are padded to an even frame count by repeating the last frame.
-      while (initial.length < paddedFrameCount(originals.length)) initial.push(initial[initial.length - 1]!);
-    } else {
-      const bounds = settings.initialPixels ?? RESIZE_PRESETS[presetFor('initial', settings.mode)!];
-      for (const o of originals) {
-        const [w, h] = resizeTo([o.width, o.height], bounds);
-        initial.push(o.width === w && o.height === h ? o : await imageOps.resize(o, w, h));
-      }
-    }
+    const ready = await (opts.prepared ?? prepareEpisodeMedia(opts));
+    originals.push(...ready.originals);
+    initial.push(...ready.initial);
   } catch (err) {
     if (signal?.aborted) stopReason = 'cancelled';
     else stopReason = 'error';

@@ -77,4 +77,16 @@ export interface RunEpisodeOptions {
   /** Step mode: called before each call runs; may replace it (the record is marked `edited`). */
   stepHook?: (ctx: StepHookContext) => StepHookDecision | Promise<StepHookDecision>;
   signal?: AbortSignal;
+  /**
+   * The question media already imported and resized by `prepareEpisodeMedia` with this episode's media, ImageOps and
+   * settings (started early by a caller that overlaps it with other work); a rejection ends the episode as its own
+   * `error` ("preparing the question media: …"), exactly as a failure of the preparation inside the episode would.
+   */
+  prepared?: Promise<PreparedEpisodeMedia>;
+}
+
+/** The question media of an episode before its first turn: the imported originals and the initial (resized) images. */
+export interface PreparedEpisodeMedia {
+  originals: MediaRef[];
+  initial: MediaRef[];
 }

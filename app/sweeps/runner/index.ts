@@ -9,7 +9,12 @@
  *   file) and their samples run again;
  * - cancel: aborting `signal` stops scheduling; in-flight episodes end as `cancelled` and are NOT recorded
  *   (they were not finished), so the next start runs them;
- * - progress: events with done/total, rate and ETA for the CLI's progress bar and the UI.
+ * - progress: events with done/total, rate and ETA for the CLI's progress bar and the UI;
+ * - look-ahead: while a sample's engine calls run, the next samples' question media are imported and resized
+ *   (`prepareEpisodeMedia`, through the same ImageOps), so at concurrency 1 that work is off the critical path.
+ *   At most `lookahead` samples (default: the engine's concurrency) are prepared beyond those running; a failing
+ *   preparation is that sample's own `error` record; on cancel the prepared media stay unused in the
+ *   content-addressed media store (a resume imports the same bytes to the same ids).
  */
 import { setMaxListeners } from 'node:events';
 import { promises as fsp } from 'node:fs';
@@ -21,7 +26,7 @@ import type { ImageOps } from '../../tools/imageOps';
 import type { BenchSample, LoadOptions } from '../../bench/types';
 import { getAdapter, getScorer, scorerVersions } from '../../bench';
 import { questionForSample } from '../../bench/adapters/options';
-import { countCalls, runEpisode, type EpisodeEvent, type EpisodeMedia } from '../../agent';
+import { countCalls, prepareEpisodeMedia, runEpisode, type EpisodeEvent, type EpisodeMedia, type PreparedEpisodeMedia, type RunEpisodeOptions } from '../../agent';
 import { getDialect } from '../../protocol';
 import { isPyVisionDialect, pyvisionVariantOf, type PyVisionVariant } from '../../protocol/pyvision';
 import { runPyVisionEpisode, type PyVisionEpisodeResult } from '../../agent/pyvisionEpisode';
@@ -96,6 +101,11 @@ export interface RunnerOptions {
   codeSandbox?: CodeSandboxFactory;
   /** PyVision runs: sandboxes (= samples) alive at once, whatever the engine's concurrency (default: CPU cores). */
   maxSandboxes?: number;
+  /**
+   * Samples whose question media are prepared (imported, resized) ahead of the running ones, so that work overlaps
+   * the engine calls (default: the run's concurrency; 0 prepares each sample only when it starts). Not for pyvision.
+   */
+  lookahead?: number;
 }
 
 export interface RunOutcome {
@@ -438,6 +448,47 @@ async function runLocked(
   if (opts.signal?.aborted) stop.abort(opts.signal.reason);
   else opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
 
+  const episodeSettings: RunEpisodeOptions['settings'] = {
+    prompt: s.prompt,
+    mode: s.mode,
+    ...(s.minPixels !== undefined ? { minPixels: s.minPixels } : {}),
+    ...(s.maxPixels !== undefined ? { maxPixels: s.maxPixels } : {}),
+    decoding: { temperature: s.temperature, topP: s.topP, topK: s.topK, seed: s.seed },
+    limits,
+    ...(opts.turnTimeoutMs ? { turnTimeoutMs: opts.turnTimeoutMs } : {}),
+  };
+  const cores = Math.max(1, typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
+  const sandboxCap = pv ? Math.max(1, opts.maxSandboxes ?? cores) : Infinity;
+  const workers = Math.max(1, Math.min(todo.length, lease.concurrency || opts.concurrency || 1, sandboxCap));
+  const lookahead = pv ? 0 : Math.max(0, Math.floor(opts.lookahead ?? workers));
+
+  /** A sample's input, prepared when it starts or ahead of it: its media list (or why it has none) and their preparation. */
+  type Input = { media: EpisodeMedia; ready: Promise<PreparedEpisodeMedia> } | { error: Error };
+  const ahead = new Map<number, Input>();
+  const prepare = (sample: BenchSample): Input => {
+    let media: EpisodeMedia;
+    try {
+      media = episodeMedia(sample);
+    } catch (err) {
+      return { error: err as Error };
+    }
+    const ready = prepareEpisodeMedia({ media, imageOps: opts.imageOps, settings: episodeSettings, signal: stop.signal });
+    ready.catch(() => undefined); // awaited by the sample's episode (or left unused on cancel)
+    return { media, ready };
+  };
+  /** Start preparing the samples after those taken, up to `lookahead` of them. */
+  const fillAhead = () => {
+    for (let i = next; i < Math.min(todo.length, next + lookahead); i++) {
+      if (stop.signal.aborted) return;
+      if (!ahead.has(i)) ahead.set(i, prepare(todo[i]!));
+    }
+  };
+  const inputFor = (i: number): Input => {
+    const have = ahead.get(i);
+    ahead.delete(i);
+    return have ?? prepare(todo[i]!);
+  };
+
   let next = 0;
   const worker = async (): Promise<void> => {
     for (;;) {
@@ -445,8 +496,13 @@ async function runLocked(
       const release = await slots.acquire();
       try {
         if (stop.signal.aborted) return;
-        const sample = todo[next++];
+        const index = next++;
+        const sample = todo[index];
         if (!sample) return;
+        // This sample's media (prepared ahead, or now); once they are ready the next samples' preparation starts,
+        // and runs while this sample waits on the engine.
+        const input = pv ? null : inputFor(index);
+        if (input && 'ready' in input) void input.ready.then(fillAhead, fillAhead);
         emit({ type: 'sample-start', runId: run.id, qid: sample.qid });
         let t: Trajectory;
         let sandboxFacts: PyVisionEpisodeResult['sandbox'] | undefined;
@@ -468,21 +524,15 @@ async function runLocked(
             });
             t = r.trajectory;
             sandboxFacts = r.sandbox;
-          } else t = await runEpisode({
+          } else if (input && 'error' in input) throw input.error;
+          else t = await runEpisode({
             engine: lease.engineFor(sample),
             dialect: dialect!,
-            media: episodeMedia(sample),
+            media: input!.media,
+            prepared: input!.ready,
             question: questionForSample(sample),
             imageOps: opts.imageOps,
-            settings: {
-              prompt: s.prompt,
-              mode: s.mode,
-              ...(s.minPixels !== undefined ? { minPixels: s.minPixels } : {}),
-              ...(s.maxPixels !== undefined ? { maxPixels: s.maxPixels } : {}),
-              decoding: { temperature: s.temperature, topP: s.topP, topK: s.topK, seed: s.seed },
-              limits,
-              ...(opts.turnTimeoutMs ? { turnTimeoutMs: opts.turnTimeoutMs } : {}),
-            },
+            settings: episodeSettings,
             signal: stop.signal,
             ...(opts.episodeEvents ? { onStep: (event: EpisodeEvent) => emit({ type: 'episode', runId: run.id, qid: sample.qid, event }) } : {}),
           });
@@ -526,12 +576,13 @@ async function runLocked(
     }
   };
   try {
-    const cores = Math.max(1, typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
-    const sandboxCap = pv ? Math.max(1, opts.maxSandboxes ?? cores) : Infinity;
-    const n = Math.max(1, Math.min(todo.length, lease.concurrency || opts.concurrency || 1, sandboxCap));
-    await Promise.all(Array.from({ length: n }, () => worker()));
+    await Promise.all(Array.from({ length: workers }, () => worker()));
   } finally {
     opts.signal?.removeEventListener('abort', onOuterAbort);
+    // Preparations left unused (cancel, a stop on engine errors) finish before the run is closed: nothing writes
+    // into the workspace after the runner returns. Their media files stay, unreferenced and harmless.
+    await Promise.allSettled([...ahead.values()].map((i) => ('ready' in i ? i.ready : null)));
+    ahead.clear();
     await handle.close();
   }
   const cancelled = !!opts.signal?.aborted;

@@ -175,3 +175,79 @@ describe('through a fault proxy', () => {
     expect(b.proxy.maxConcurrent).toBe(3);
   });
 });
+
+/** A loopback server answering every request with `respond` (what a server's SSE or error bytes look like on the wire). */
+async function wireServer(respond: (res: import('node:http').ServerResponse) => void | Promise<void>) {
+  const http = await import('node:http');
+  const srv = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => void respond(res));
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as import('node:net').AddressInfo).port;
+  return { url: `http://127.0.0.1:${port}/v1`, close: () => new Promise<void>((r) => srv.close(() => r())) };
+}
+
+const chunk = (content: string | null, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ delta: content === null ? {} : { content }, finish_reason: finish }] })}`;
+
+describe('OpenAIEngine reads the stream itself', () => {
+  it('joins events split anywhere across packets, with CRLF lines, comments and other fields, and takes usage from the last chunk', async () => {
+    const wire = [': keep-alive', 'event: message', chunk('Hel'), 'id: 2', chunk('lo, '), chunk('wörld'), chunk(null, 'stop'), `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 3 } })}`, 'data: [DONE]']
+      .map((l) => l + '\r\n' + (l.startsWith('data:') ? '\r\n' : ''))
+      .join('');
+    const bytes = Buffer.from(wire);
+    const srv = await wireServer(async (res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // every 5 bytes on its own write: splits lines, the CRLF pairs and the two bytes of "ö"
+      for (let i = 0; i < bytes.length; i += 5) {
+        res.write(bytes.subarray(i, i + 5));
+        await new Promise((r) => setImmediate(r));
+      }
+      res.end();
+    });
+    try {
+      const seen: string[] = [];
+      const r = await new OpenAIEngine({ baseURL: srv.url, model: 'm', retryBaseMs: 5 }).generate({ ...greedy(one), onToken: (d) => seen.push(d) });
+      expect(r).toMatchObject({ text: 'Hello, wörld', finishReason: 'stop', promptTokens: 7, completionTokens: 3 });
+      expect(seen.join('')).toBe('Hello, wörld');
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("names the server's own error message, and an error reported inside the stream is a dropped stream (retried, then given up)", async () => {
+    const srv = await wireServer((res) => {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'The model `m` does not exist.' } }));
+    });
+    try {
+      const err = await new OpenAIEngine({ baseURL: srv.url, model: 'm', retryBaseMs: 5 }).generate(greedy(one)).catch((e: unknown) => e);
+      expect(err).toMatchObject({ kind: 'http', status: 404 });
+      expect((err as Error).message).toMatch(/^HTTP 404: The model `m` does not exist\. .*not retryable/);
+    } finally {
+      await srv.close();
+    }
+    let n = 0;
+    const inStream = await wireServer((res) => {
+      n++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`data: ${JSON.stringify({ error: { message: 'CUDA out of memory' } })}\n\n`);
+    });
+    try {
+      const err = await new OpenAIEngine({ baseURL: inStream.url, model: 'm', retryBaseMs: 5, maxRetries: 1 }).generate(greedy(one)).catch((e: unknown) => e);
+      expect(err).toMatchObject({ kind: 'network' });
+      expect((err as Error).message).toMatch(/the server reported an error in the stream: CUDA out of memory.*gave up after 2 attempts/s);
+      expect(n).toBe(2);
+    } finally {
+      await inStream.close();
+    }
+  });
+
+  it('a refused connection names the cause', async () => {
+    const { closedPort } = await import('../../support/ports');
+    const port = await closedPort();
+    const err = await new OpenAIEngine({ baseURL: `http://127.0.0.1:${port}/v1`, model: 'm', retryBaseMs: 5, maxRetries: 1 }).generate(greedy(one)).catch((e: unknown) => e);
+    expect(err).toMatchObject({ kind: 'network' });
+    expect((err as Error).message).toMatch(/connection failed: .*ECONNREFUSED.*gave up after 2 attempts/s);
+  });
+});
