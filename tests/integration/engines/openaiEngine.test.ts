@@ -250,4 +250,45 @@ describe('OpenAIEngine reads the stream itself', () => {
     expect(err).toMatchObject({ kind: 'network' });
     expect((err as Error).message).toMatch(/connection failed: .*ECONNREFUSED.*gave up after 2 attempts/s);
   });
+
+  it('speaks HTTPS: a TLS server in front of serve-model gives the same streamed text; an untrusted certificate is named', async () => {
+    const https = await import('node:https');
+    const net = await import('node:net');
+    const tls = await import('node:tls');
+    const { readFileSync } = await import('node:fs');
+    const dir = new URL('../../fixtures/tls/', import.meta.url);
+    const cert = readFileSync(new URL('loopback.cert.pem', dir));
+    const key = readFileSync(new URL('loopback.key.pem', dir));
+    const up = new URL(server.url);
+    // a TLS terminator on loopback that pipes each connection to the plain serve-model
+    const front = tls.createServer({ cert, key }, (s) => {
+      const back = net.connect(Number(up.port), up.hostname);
+      s.pipe(back).pipe(s);
+      const end = () => (s.destroy(), back.destroy());
+      s.on('error', end);
+      back.on('error', end);
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const port = (front.address() as { port: number }).port;
+    const baseURL = `https://127.0.0.1:${port}${up.pathname}`;
+    try {
+      const untrusted = await new OpenAIEngine({ baseURL, model: 'tiny-random-qwen25vl', apiKey: server.apiKey!, retryBaseMs: 5, maxRetries: 0 }).generate(greedy(one)).catch((e: unknown) => e);
+      expect(untrusted).toMatchObject({ kind: 'network' });
+      expect((untrusted as Error).message).toMatch(/connection failed: .*self.signed certificate/i);
+      // trust the test certificate the way a user's NODE_EXTRA_CA_CERTS would: through the default agent
+      const before = https.globalAgent.options.ca;
+      https.globalAgent.options.ca = cert;
+      try {
+        let streamed = '';
+        const r = await new OpenAIEngine({ baseURL, model: 'tiny-random-qwen25vl', apiKey: server.apiKey! }).generate(greedy(one, { onToken: (d) => (streamed += d) }));
+        expect(r.text).toBe(reference.text);
+        expect(streamed).toBe(r.text);
+      } finally {
+        https.globalAgent.options.ca = before;
+        https.globalAgent.destroy();
+      }
+    } finally {
+      await new Promise<void>((r) => front.close(() => r()));
+    }
+  });
 });
