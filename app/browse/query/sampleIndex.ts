@@ -16,7 +16,8 @@ class DictColumn {
   codes: Int32Array;
   readonly values: string[] = [];
   private readonly lowerArr: string[] = [];
-  private readonly map = new Map<string, number>();
+  /** value → code; undefined after `restore` until a value is next added (50 000 qids cost a start-up 20–50 ms). */
+  private map: Map<string, number> | undefined = new Map<string, number>();
   private rankCache: { size: number; rank: Int32Array } | undefined;
   constructor(cap: number) {
     this.codes = new Int32Array(cap).fill(-1);
@@ -31,13 +32,28 @@ class DictColumn {
       this.codes[row] = -1;
       return;
     }
-    let code = this.map.get(v);
+    const map = (this.map ??= this.valueMap());
+    let code = map.get(v);
     if (code === undefined) {
       code = this.values.length;
       this.values.push(v);
-      this.map.set(v, code);
+      map.set(v, code);
     }
     this.codes[row] = code;
+  }
+  /** Take the values and codes of a persisted index as they are (codes stay the same). */
+  restore(values: readonly string[], codes: Int32Array): void {
+    this.values.length = 0;
+    this.lowerArr.length = 0;
+    this.rankCache = undefined;
+    for (const v of values) this.values.push(v);
+    this.codes.set(codes);
+    this.map = undefined;
+  }
+  private valueMap(): Map<string, number> {
+    const m = new Map<string, number>();
+    this.values.forEach((v, code) => m.set(v, code));
+    return m;
   }
   /** The values lower-cased (for case-insensitive matching), computed when first asked for. */
   get lower(): readonly string[] {
@@ -288,14 +304,15 @@ export class SampleIndex implements QuerySource {
     for (const f of ['run', 'qid', 'bench', 'category', 'stop'] as const) {
       const src = c[f];
       if (src.codes.length !== n) throw new Error(`column ${f}: ${src.codes.length} codes for ${n} rows`);
-      const d = idx.dicts[f];
-      for (const v of src.values) d.set(0, v); // registers the values in order, so codes stay the same
-      if (d.values.length !== src.values.length) throw new Error(`column ${f}: repeated values`);
+      // A repeated value would give two codes one meaning; checked for the small dictionaries. The qids (one per
+      // row) are not checked: a Set of 50 000 strings costs what the value map does, and a repeated qid still reads
+      // back as its own value.
+      if (f !== 'qid' && new Set(src.values).size !== src.values.length) throw new Error(`column ${f}: repeated values`);
       for (let i = 0; i < n; i++) {
         const code = src.codes[i]!;
         if (code < -1 || code >= src.values.length) throw new Error(`column ${f}: code ${code} out of range`);
       }
-      d.codes.set(src.codes);
+      idx.dicts[f].restore(src.values, src.codes);
     }
     for (const f of ['score', 'calls', 'tool_errors', 'latency'] as const) {
       if (c[f].length !== n) throw new Error(`column ${f}: ${c[f].length} values for ${n} rows`);
