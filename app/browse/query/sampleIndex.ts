@@ -210,6 +210,13 @@ export class SampleIndex implements QuerySource {
   private dirtyFrom = 0;
   private tokenCache: { version: number; postings: Map<string, Int32Array> } | undefined;
   private version = 0;
+  /** Bumped by every change a filter can see (rows and labels): the last filter's result is kept until then. */
+  private epoch = 0;
+  /**
+   * The last whole-index filter: the Runs page asks for rows (`select`) and statistics (`runs:stats`) of the same
+   * filter at once, and the second asks again for what the first just computed.
+   */
+  private lastFilter: { query: string; epoch: number; ids: Int32Array } | undefined;
 
   private readonly chunkChars: number;
 
@@ -467,6 +474,7 @@ export class SampleIndex implements QuerySource {
     texts[row] = searchableText(rec);
     this.questions[row] = rec.question;
     this.version++;
+    this.epoch++;
     if (row < this.dirtyFrom) this.dirtyFrom = row;
     return row;
   }
@@ -500,6 +508,7 @@ export class SampleIndex implements QuerySource {
 
   /** Replace the labels of one row. */
   setLabels(id: number, labels: readonly string[]): void {
+    this.epoch++;
     this.labelSets[id] = labels.length ? [...labels] : undefined;
   }
 
@@ -508,6 +517,7 @@ export class SampleIndex implements QuerySource {
    * Returns how many keys matched no row (labels of samples not in this index).
    */
   applyLabels(bySample: ReadonlyMap<string, readonly string[]>): number {
+    this.epoch++;
     this.labelSets.fill(undefined);
     let unmatched = 0;
     for (const [k, labels] of bySample) {
@@ -542,6 +552,9 @@ export class SampleIndex implements QuerySource {
 
   /** Row ids matching a query (string or compiled), ascending; within `ids` when given. Throws QueryError. */
   filter(query: string | CompiledQuery, ids?: Int32Array): Int32Array {
+    const whole = !ids && typeof query === 'string';
+    const hit = this.lastFilter;
+    if (whole && hit && hit.query === query && hit.epoch === this.epoch) return hit.ids.slice();
     const q = typeof query === 'string' ? compileQuery(query) : query;
     if (q.ast.kind === 'all') return ids ? ids.slice() : this.all();
     const pred = q.bind(this);
@@ -552,7 +565,9 @@ export class SampleIndex implements QuerySource {
     } else {
       for (let i = 0; i < this.n; i++) if (pred(i)) out[k++] = i;
     }
-    return out.slice(0, k);
+    const result = out.slice(0, k);
+    if (whole) this.lastFilter = { query: query as string, epoch: this.epoch, ids: result.slice() };
+    return result;
   }
 
   /**
