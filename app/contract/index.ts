@@ -143,17 +143,7 @@ export interface LoupeBridge {
 /** main's answer to a save-export request: the chosen path (null: the user cancelled), or why it failed. */
 export type SaveExportReply = { ok: true; saved: string | null } | { ok: false; message: string };
 
-/** Thrown on the client side when a call fails. */
-export class LoupeCallError extends Error {
-  readonly code: ContractError['code'];
-  readonly issues: ContractError['issues'];
-  constructor(err: ContractError) {
-    super(err.message);
-    this.name = 'LoupeCallError';
-    this.code = err.code;
-    this.issues = err.issues;
-  }
-}
+export { LoupeCallError } from './callError';
 
 /** Format zod issues as `field: problem` entries. */
 export function describeIssues(issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): Array<{ path: string; message: string }> {

@@ -90,6 +90,61 @@ describe('Runs: results, sample table, sample view, compare', () => {
     expect(errors).toEqual([]);
   });
 
+  it('scrolls the sample table in place: row elements are rewritten, never moved, and stay in row order on screen', async () => {
+    const { page, errors } = await newPage(browser, { width: 1400, height: 1000 });
+    await page.goto(`${app.openUrl}#/runs`);
+    await page.getByTestId('sample-row').first().waitFor();
+    await page.waitForFunction(() => /^400 /.test(document.querySelector('[data-testid=row-count]')?.textContent ?? ''));
+    // Each row element's place (aria-rowindex → translateY) and text, keyed by the row it shows.
+    const snapshot = () =>
+      page.evaluate(() => {
+        const rows = [...document.querySelectorAll<HTMLElement>('[data-testid=sample-table] .st-body [data-testid=sample-row]')];
+        return rows.map((r) => ({ index: Number(r.getAttribute('aria-rowindex')) - 2, y: r.style.transform, question: r.children[3]?.textContent ?? '' }));
+      });
+    const top = await snapshot();
+    await page.evaluate(() => {
+      const body = document.querySelector('[data-testid=sample-table] .st-body')!;
+      const w = window as unknown as { __rowMoves: number; __rowEls: Set<Element> };
+      w.__rowMoves = 0;
+      w.__rowEls = new Set(body.querySelectorAll('[data-testid=sample-row]'));
+      new MutationObserver((ms) => {
+        // A row element taken out of the DOM (React moves an element by removing and inserting it). Slots empty at
+        // the top of the table get elements of their own further down, and lose them again on the way back.
+        for (const m of ms) for (const n of m.removedNodes) if (w.__rowEls.has(n as Element)) w.__rowMoves++;
+      }).observe(body, { childList: true, subtree: true });
+    });
+    // Down 20 rows a frame to row 200, then back up, as a fast wheel would.
+    for (const step of [600, -600]) {
+      await page.evaluate(async (dy) => {
+        const body = document.querySelector('[data-testid=sample-table] .st-body')!;
+        for (let i = 0; i < 10; i++) {
+          body.scrollTop += dy;
+          await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        }
+      }, step);
+      if (step > 0) {
+        const mid = await snapshot();
+        const shown = mid.map((r) => r.index).sort((a, b) => a - b);
+        expect(shown[0]).toBeLessThanOrEqual(200);
+        expect(shown[shown.length - 1]).toBeGreaterThan(200);
+        // Every slot shows a distinct row, the rows on screen are consecutive, each at its own place.
+        expect(new Set(shown).size).toBe(shown.length);
+        expect(shown[shown.length - 1]! - shown[0]!).toBe(shown.length - 1);
+        for (const r of mid) expect(r.y).toBe(`translateY(${r.index * 30}px)`);
+      }
+    }
+    const back = await snapshot();
+    const byIndex = (xs: typeof top) => Object.fromEntries(xs.map((r) => [r.index, r]));
+    expect(byIndex(back)).toEqual(byIndex(top));
+    const moves = await page.evaluate(() => {
+      const w = window as unknown as { __rowMoves: number; __rowEls: Set<Element> };
+      const now = [...document.querySelectorAll('[data-testid=sample-table] .st-body [data-testid=sample-row]')];
+      return { moves: w.__rowMoves, same: now.every((el) => w.__rowEls.has(el)) };
+    });
+    expect(moves).toEqual({ moves: 0, same: true });
+    expect(errors).toEqual([]);
+  });
+
   it('searches full text across question and model text', async () => {
     const { page } = await newPage(browser, { width: 1400, height: 900 });
     await page.goto(`${app.openUrl}#/runs`);

@@ -118,6 +118,19 @@ describe('the Electron door (production bundles under the Electron harness)', ()
     expect(again.ok).toBe(true);
   });
 
+  it('loads the Training page, a chunk of its own (code-split), through main\'s app: handler', async () => {
+    const before = h.recorder.find('protocol.request').length;
+    await page.getByTestId('nav-training').click();
+    await page.getByTestId('training-page').waitFor();
+    const fetched = h.recorder.find('protocol.request').slice(before).map((c) => String(c.args[0]));
+    expect(fetched.filter((u) => /^app:\/\/loupe\/assets\/TrainingPage-[\w-]+\.js$/.test(u))).toHaveLength(1);
+    // Served as a JavaScript module with the CSP, like the entry chunk.
+    const chunk = await h.protocolHandlers.get('app')!(new Request(fetched.find((u) => u.includes('TrainingPage-'))!));
+    expect(chunk.status).toBe(200);
+    expect(chunk.headers.get('content-type')).toMatch(/javascript/);
+    expect(chunk.headers.get('content-security-policy')).toContain("script-src 'self'");
+  });
+
   it('the Demo runs an example on loupe-tiny end to end through the window', async () => {
     await page.getByTestId('nav-demo').click();
     await page.getByTestId('example-synth-9-00028').click();

@@ -237,6 +237,49 @@ describe('SampleIndex rows', () => {
     expect(i.rowOf('r', records[60]!.qid)).toBe(50);
   });
 
+  it('restored from columns: rows added later reuse the codes of values already there (the value maps are built on first add)', () => {
+    const src = SampleIndex.from(records.slice(0, 50), 'r');
+    const i = SampleIndex.fromColumns(src.columns(), () => records.slice(0, 50).map(searchableText));
+    const before = i.columns();
+    const known = records.slice(0, 50).find((r) => r.bench === records[60]!.bench)!;
+    expect(i.add('r', { ...records[60]!, bench: known.bench })).toBe(50);
+    const after = i.columns();
+    // No new dictionary entry for a bench or run the index already had; one for the new qid.
+    expect(after.bench.values).toEqual(before.bench.values);
+    expect(after.run.values).toEqual(['r']);
+    expect(after.bench.codes[50]).toBe(before.bench.values.indexOf(known.bench));
+    expect(after.qid.values).toEqual([...before.qid.values, records[60]!.qid]);
+    expect(i.select({ query: `bench = ${known.bench}`, search: '', sort: [] })).toContain(50);
+    expect(i.row(50).qid).toBe(records[60]!.qid);
+  });
+
+  it('a repeated filter gives its kept result until a row or a label changes', () => {
+    const i = SampleIndex.from(records.slice(0, 40), 'r');
+    const wrong = i.filter('correct = false');
+    const again = i.filter('correct = false');
+    expect(Array.from(again)).toEqual(Array.from(wrong));
+    again.fill(-1); // the caller owns what it got: the kept result is not handed out
+    expect(Array.from(i.filter('correct = false'))).toEqual(Array.from(wrong));
+    // A label (setLabels and applyLabels) changes what `label = …` matches.
+    expect(i.filter('label = wrong_region').length).toBe(0);
+    i.setLabels(wrong[0]!, ['wrong_region']);
+    expect(Array.from(i.filter('label = wrong_region'))).toEqual([wrong[0]]);
+    i.applyLabels(new Map([[`r\u001f${records[1]!.qid}`, ['wrong_region']]]));
+    expect(Array.from(i.filter('label = wrong_region'))).toEqual([1]);
+    // A row added or replaced changes it too.
+    const flipped = wrong[0]!;
+    i.add('r', { ...records[flipped]!, correct: true });
+    expect(Array.from(i.filter('correct = false'))).toEqual(Array.from(wrong).slice(1));
+    i.add('r', { ...records[60]!, correct: false });
+    expect(Array.from(i.filter('correct = false'))).toEqual([...Array.from(wrong).slice(1), 40]);
+  });
+
+  it('refuses restored columns with a repeated value in a small dictionary', () => {
+    const c = SampleIndex.from(records.slice(0, 20), 'r').columns();
+    c.bench.values.push(c.bench.values[0]!);
+    expect(() => SampleIndex.fromColumns(c, () => [])).toThrow(/column bench: repeated values/);
+  });
+
   it('refuses restored columns with a row that has no qid', () => {
     const c = SampleIndex.from(records.slice(0, 5), 'r').columns();
     c.qid.codes[2] = -1;

@@ -16,7 +16,8 @@ class DictColumn {
   codes: Int32Array;
   readonly values: string[] = [];
   private readonly lowerArr: string[] = [];
-  private readonly map = new Map<string, number>();
+  /** value → code; undefined after `restore` until a value is next added (50 000 qids cost a start-up 20–50 ms). */
+  private map: Map<string, number> | undefined = new Map<string, number>();
   private rankCache: { size: number; rank: Int32Array } | undefined;
   constructor(cap: number) {
     this.codes = new Int32Array(cap).fill(-1);
@@ -31,13 +32,28 @@ class DictColumn {
       this.codes[row] = -1;
       return;
     }
-    let code = this.map.get(v);
+    const map = (this.map ??= this.valueMap());
+    let code = map.get(v);
     if (code === undefined) {
       code = this.values.length;
       this.values.push(v);
-      this.map.set(v, code);
+      map.set(v, code);
     }
     this.codes[row] = code;
+  }
+  /** Take the values and codes of a persisted index as they are (codes stay the same). */
+  restore(values: readonly string[], codes: Int32Array): void {
+    this.values.length = 0;
+    this.lowerArr.length = 0;
+    this.rankCache = undefined;
+    for (const v of values) this.values.push(v);
+    this.codes.set(codes);
+    this.map = undefined;
+  }
+  private valueMap(): Map<string, number> {
+    const m = new Map<string, number>();
+    this.values.forEach((v, code) => m.set(v, code));
+    return m;
   }
   /** The values lower-cased (for case-insensitive matching), computed when first asked for. */
   get lower(): readonly string[] {
@@ -194,6 +210,13 @@ export class SampleIndex implements QuerySource {
   private dirtyFrom = 0;
   private tokenCache: { version: number; postings: Map<string, Int32Array> } | undefined;
   private version = 0;
+  /** Bumped by every change a filter can see (rows and labels): the last filter's result is kept until then. */
+  private epoch = 0;
+  /**
+   * The last whole-index filter: the Runs page asks for rows (`select`) and statistics (`runs:stats`) of the same
+   * filter at once, and the second asks again for what the first just computed.
+   */
+  private lastFilter: { query: string; epoch: number; ids: Int32Array } | undefined;
 
   private readonly chunkChars: number;
 
@@ -288,14 +311,15 @@ export class SampleIndex implements QuerySource {
     for (const f of ['run', 'qid', 'bench', 'category', 'stop'] as const) {
       const src = c[f];
       if (src.codes.length !== n) throw new Error(`column ${f}: ${src.codes.length} codes for ${n} rows`);
-      const d = idx.dicts[f];
-      for (const v of src.values) d.set(0, v); // registers the values in order, so codes stay the same
-      if (d.values.length !== src.values.length) throw new Error(`column ${f}: repeated values`);
+      // A repeated value would give two codes one meaning; checked for the small dictionaries. The qids (one per
+      // row) are not checked: a Set of 50 000 strings costs what the value map does, and a repeated qid still reads
+      // back as its own value.
+      if (f !== 'qid' && new Set(src.values).size !== src.values.length) throw new Error(`column ${f}: repeated values`);
       for (let i = 0; i < n; i++) {
         const code = src.codes[i]!;
         if (code < -1 || code >= src.values.length) throw new Error(`column ${f}: code ${code} out of range`);
       }
-      d.codes.set(src.codes);
+      idx.dicts[f].restore(src.values, src.codes);
     }
     for (const f of ['score', 'calls', 'tool_errors', 'latency'] as const) {
       if (c[f].length !== n) throw new Error(`column ${f}: ${c[f].length} values for ${n} rows`);
@@ -450,6 +474,7 @@ export class SampleIndex implements QuerySource {
     texts[row] = searchableText(rec);
     this.questions[row] = rec.question;
     this.version++;
+    this.epoch++;
     if (row < this.dirtyFrom) this.dirtyFrom = row;
     return row;
   }
@@ -483,6 +508,7 @@ export class SampleIndex implements QuerySource {
 
   /** Replace the labels of one row. */
   setLabels(id: number, labels: readonly string[]): void {
+    this.epoch++;
     this.labelSets[id] = labels.length ? [...labels] : undefined;
   }
 
@@ -491,6 +517,7 @@ export class SampleIndex implements QuerySource {
    * Returns how many keys matched no row (labels of samples not in this index).
    */
   applyLabels(bySample: ReadonlyMap<string, readonly string[]>): number {
+    this.epoch++;
     this.labelSets.fill(undefined);
     let unmatched = 0;
     for (const [k, labels] of bySample) {
@@ -525,6 +552,9 @@ export class SampleIndex implements QuerySource {
 
   /** Row ids matching a query (string or compiled), ascending; within `ids` when given. Throws QueryError. */
   filter(query: string | CompiledQuery, ids?: Int32Array): Int32Array {
+    const whole = !ids && typeof query === 'string';
+    const hit = this.lastFilter;
+    if (whole && hit && hit.query === query && hit.epoch === this.epoch) return hit.ids.slice();
     const q = typeof query === 'string' ? compileQuery(query) : query;
     if (q.ast.kind === 'all') return ids ? ids.slice() : this.all();
     const pred = q.bind(this);
@@ -535,7 +565,9 @@ export class SampleIndex implements QuerySource {
     } else {
       for (let i = 0; i < this.n; i++) if (pred(i)) out[k++] = i;
     }
-    return out.slice(0, k);
+    const result = out.slice(0, k);
+    if (whole) this.lastFilter = { query: query as string, epoch: this.epoch, ids: result.slice() };
+    return result;
   }
 
   /**

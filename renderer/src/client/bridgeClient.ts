@@ -1,4 +1,5 @@
-import { LoupeCallError, type CallName, type CallReq, type CallRes, type LoupeBridge, type LoupeClient } from '../../../app/contract';
+import type { CallName, CallReq, CallRes, LoupeBridge, LoupeClient } from '../../../app/contract';
+import { LoupeCallError } from '../../../app/contract/callError';
 import { createListeners } from './listeners';
 
 /** Client over Electron's preload bridge (`window.loupe`). */

@@ -1,4 +1,5 @@
-import { LoupeCallError, type CallName, type CallReq, type CallRes, type ContractError, type LoupeClient, type WireMessage } from '../../../app/contract';
+import type { CallName, CallReq, CallRes, ContractError, LoupeClient, WireMessage } from '../../../app/contract';
+import { LoupeCallError } from '../../../app/contract/callError';
 import { createListeners } from './listeners';
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };

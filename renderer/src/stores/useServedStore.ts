@@ -4,7 +4,7 @@
  */
 import { create } from 'zustand';
 import type { ServedEngineStateWire, ServedStartReq } from '../../../app/contract';
-import { LoupeCallError } from '../../../app/contract';
+import { LoupeCallError } from '../../../app/contract/callError';
 import { getClient } from '../client';
 
 interface ServedState {

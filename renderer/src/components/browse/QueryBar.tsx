@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { useRunsStore } from '../../stores/useRunsStore';
+import { count } from './format';
 
 /** The filter (query language) and full-text search. Enter applies the filter; search applies as you type. */
 export function QueryBar() {
@@ -53,7 +54,7 @@ export function QueryBar() {
         ) : null}
       </div>
       <input className="input search" placeholder="search question, answer, model text, image name" value={text} onChange={(e) => setText(e.target.value)} aria-label="Search" data-testid="search-input" />
-      <span className="muted small" data-testid="row-count">{total.toLocaleString()} samples{lastMs !== null ? ` · ${lastMs.toFixed(0)} ms` : ''}</span>
+      <span className="muted small" data-testid="row-count">{count(total)} samples{lastMs !== null ? ` · ${lastMs.toFixed(0)} ms` : ''}</span>
     </div>
     <div className="slices" data-testid="slices">
       <span className="muted small">Slices:</span>

@@ -1,5 +1,5 @@
-import { useEffect, useRef } from 'react';
-import { useVirtualizer } from '@tanstack/react-virtual';
+import { memo, useEffect, useRef } from 'react';
+import { useVirtualizer, type VirtualItem } from '@tanstack/react-virtual';
 import { useShallow } from 'zustand/react/shallow';
 import type { SortKey } from '../../../../app/contract';
 import { PAGE_SIZE, useRunsStore } from '../../stores/useRunsStore';
@@ -21,6 +21,7 @@ const COLUMNS: Array<{ field: SortKey['field'] | 'question'; label: string; widt
 ];
 const TEMPLATE = COLUMNS.map((c) => c.width).join(' ');
 const ROW_H = 30;
+const OVERSCAN = 12;
 
 /** Virtualized table of samples: renders only visible rows and fetches pages of rows on demand. */
 export function SampleTable() {
@@ -31,8 +32,18 @@ export function SampleTable() {
   const toggleSort = useRunsStore((s) => s.toggleSort);
   const navigate = useAppStore((s) => s.navigate);
   const parent = useRef<HTMLDivElement>(null);
-  const virtualizer = useVirtualizer({ count: total, getScrollElement: () => parent.current, estimateSize: () => ROW_H, overscan: 12 });
+  const virtualizer = useVirtualizer({ count: total, getScrollElement: () => parent.current, estimateSize: () => ROW_H, overscan: OVERSCAN });
   const items = virtualizer.getVirtualItems();
+  // Rows live in fixed screen slots, listed in slot order (row i in slot i mod slotCount): scrolling rewrites the
+  // text of the row elements already there. Listed in row order (keyed by row, or by slot as before), React moves
+  // ~20 row elements a frame to keep the DOM in row order, and a moved element is styled and laid out from scratch:
+  // that was half of every scroll frame. slotCount covers every window the viewport can show, so a row keeps its
+  // slot while on screen (it changes only when the table's height does). Screen readers get the order from
+  // aria-rowindex.
+  const viewport = virtualizer.scrollRect?.height ?? 0;
+  const slotCount = Math.max(items.length, Math.ceil(viewport / ROW_H) + 1 + 2 * OVERSCAN);
+  const slots = Array.from<VirtualItem | undefined>({ length: slotCount });
+  for (const vi of items) slots[vi.index % slotCount] = vi;
   const first = items[0]?.index ?? 0;
   const last = items[items.length - 1]?.index ?? 0;
   useEffect(() => {
@@ -64,44 +75,50 @@ export function SampleTable() {
       </div>
       <div ref={parent} className="st-body" role="rowgroup">
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
-          {items.map((vi) => {
-            const row = pages[Math.floor(vi.index / PAGE_SIZE)]?.[vi.index % PAGE_SIZE];
-            return (
-              <div
-                // Keyed by screen slot, not by row: while scrolling, React rewrites the text of the row elements it
-                // has instead of removing and creating ~50 rows of 11 cells every frame.
-                key={vi.index % items.length}
-                role="row"
-                className={`st-row ${row ? (row.correct ? 'ok' : 'bad') : 'loading'}${row?.disagree ? ' disagree' : ''}`}
-                style={{ gridTemplateColumns: TEMPLATE, transform: `translateY(${vi.start}px)`, height: ROW_H }}
-                onClick={() => row && navigate('runs', row.run, row.qid)}
-                data-testid="sample-row"
-              >
-                {row ? (
-                  <>
-                    <span className="st-cell ellipsis" title={row.run}>{row.run}</span>
-                    <span className="st-cell">{row.bench}</span>
-                    <span className="st-cell ellipsis">{row.category ?? ''}</span>
-                    <span className="st-cell ellipsis" title={row.question}>{row.question}</span>
-                    <span className="st-cell">{row.correct ? <span className="pill ok">✓</span> : <span className="pill bad">✗</span>}</span>
-                    <ScoreCell row={row} />
-                    <span className="st-cell num">{row.calls}</span>
-                    <span className="st-cell">{row.stop}</span>
-                    <span className="st-cell num">{row.tool_errors || ''}</span>
-                    <span className="st-cell num">{row.latency !== undefined ? `${(row.latency / 1000).toFixed(1)} s` : ''}</span>
-                    <span className="st-cell ellipsis">{row.labels.join(', ')}</span>
-                  </>
-                ) : (
-                  <span className="st-cell muted">…</span>
-                )}
-              </div>
-            );
-          })}
+          {slots.map((vi, slot) =>
+            vi ? <SampleRowView key={slot} index={vi.index} start={vi.start} row={pages[Math.floor(vi.index / PAGE_SIZE)]?.[vi.index % PAGE_SIZE]} onOpen={navigate} /> : <SampleRowView key={slot} index={-1} start={0} row={undefined} onOpen={navigate} />,
+          )}
         </div>
       </div>
     </div>
   );
 }
+
+/**
+ * One row of the table, re-rendered only when its sample or its place changes: a row that stays on screen while
+ * the table scrolls costs nothing. A slot with no row this frame (index -1) keeps its element, hidden, for the next.
+ */
+const SampleRowView = memo(function SampleRowView({ index, start, row, onOpen }: { index: number; start: number; row: SampleRow | undefined; onOpen: (page: 'runs', runId: string, qid: string) => void }) {
+  if (index < 0) return <div className="st-row" style={{ display: 'none' }} aria-hidden />;
+  return (
+    <div
+      role="row"
+      aria-rowindex={index + 2}
+      className={`st-row ${row ? (row.correct ? 'ok' : 'bad') : 'loading'}${row?.disagree ? ' disagree' : ''}`}
+      style={{ gridTemplateColumns: TEMPLATE, transform: `translateY(${start}px)`, height: ROW_H }}
+      onClick={() => row && onOpen('runs', row.run, row.qid)}
+      data-testid="sample-row"
+    >
+      {row ? (
+        <>
+          <span className="st-cell ellipsis" title={row.run}>{row.run}</span>
+          <span className="st-cell">{row.bench}</span>
+          <span className="st-cell ellipsis">{row.category ?? ''}</span>
+          <span className="st-cell ellipsis" title={row.question}>{row.question}</span>
+          <span className="st-cell">{row.correct ? <span className="pill ok">✓</span> : <span className="pill bad">✗</span>}</span>
+          <ScoreCell row={row} />
+          <span className="st-cell num">{row.calls}</span>
+          <span className="st-cell">{row.stop}</span>
+          <span className="st-cell num">{row.tool_errors || ''}</span>
+          <span className="st-cell num">{row.latency !== undefined ? `${(row.latency / 1000).toFixed(1)} s` : ''}</span>
+          <span className="st-cell ellipsis">{row.labels.join(', ')}</span>
+        </>
+      ) : (
+        <span className="st-cell muted">…</span>
+      )}
+    </div>
+  );
+});
 
 /**
  * The score; for a re-scored sample (`loupe rescore`) both scores, the original first, and a mark where

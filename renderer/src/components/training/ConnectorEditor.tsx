@@ -1,5 +1,6 @@
 import { useState } from 'react';
-import { LoupeCallError, RemoteConnectorConfigSchema, type RemoteConnectorConfig } from '../../../../app/contract';
+import { RemoteConnectorConfigSchema, type RemoteConnectorConfig } from '../../../../app/contract';
+import { LoupeCallError } from '../../../../app/contract/callError';
 import { useTrainingStore } from '../../stores/useTrainingStore';
 
 type Kind = RemoteConnectorConfig['kind'];

@@ -5,7 +5,7 @@
  */
 import { useEffect, useMemo, useRef } from 'react';
 import type { AttentionMaps, Box, LayerChoice, Trajectory } from '../../../../app/contract';
-import { heatColor, layerMap, placements, toBaseNorm } from '../../../../app/contract';
+import { heatColor, layerMap, placements, toBaseNorm } from '../../../../app/contract/attention';
 import { attentionKey, useAttentionStore } from '../../stores/useAttentionStore';
 
 const pct = (v: number) => `${(v * 100).toFixed(4)}%`;
