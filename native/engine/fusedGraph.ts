@@ -107,12 +107,14 @@ export interface FusedGraphInfo {
 
 /**
  * How the fused decoder computes attention:
- * - `gqa`: one GroupQueryAttention node a layer (onnxruntime's contrib op). On CUDA, with the exporter's separate
- *   past/present KV tensors, its host time is ~1.7 ms a layer at 7B (models/reports/GPU-7B.md): the host waits in it.
+ * - `gqa`: one GroupQueryAttention node a layer (onnxruntime's contrib op), the fastest once warm. On CUDA it is slow
+ *   the first time a session meets a KV length (~19 tok/s instead of ~70 at 7B: models/reports/GPU-7B.md).
  * - `ops`: plain ONNX operators. The KV heads are grouped by reshaping the QUERY ([B,S,H·D] → [B,Hkv,G·S,D], G =
  *   H/Hkv), never by repeating K/V: present = Concat(past, new) per layer, scores = FusedMatMul(q, presentᵀ, scale),
  *   plus one additive causal mask [G·S, T] made once a step, Softmax, MatMul(present_v), back to [B,S,H·D].
- * - `mha`: the same query grouping fed to MultiHeadAttention (past/present BNSH, the mask as its attention_bias).
+ *   No first-run cost, ~15 % slower than gqa once warm (more nodes a step).
+ * - `mha`: the same query grouping fed to MultiHeadAttention (past/present BNSH, the mask as its attention_bias); on
+ *   CUDA as fast as gqa once warm, with the same first-run cost.
  */
 export type FusedAttention = 'gqa' | 'ops' | 'mha';
 export const FUSED_ATTENTIONS: readonly FusedAttention[] = ['gqa', 'ops', 'mha'];
