@@ -24,7 +24,7 @@
  */
 import { readFile, writeFile, rename, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { fields, floatAttr, intAttr, ld, msg, node, str, tensorBytes, text, varints, vi, type Field } from './onnxProto';
+import { fields, floatAttr, intAttr, intsAttr, ld, msg, node, str, tensorBytes, text, varints, vi, type Field } from './onnxProto';
 
 /** File stem of the fused decoder (add the dtype suffix and `.onnx`). */
 export const FUSED_DECODER = 'decoder_model_merged_fused';
@@ -102,10 +102,26 @@ export interface FusedGraphInfo {
   dtype: 'float32' | 'float16';
   /** Whether the weights stay in an external data file (referenced, not copied). */
   externalData: boolean;
+  attention: FusedAttention;
 }
 
+/**
+ * How the fused decoder computes attention:
+ * - `gqa`: one GroupQueryAttention node a layer (onnxruntime's contrib op), the fastest once warm. On CUDA it is slow
+ *   the first time a session meets a KV length (~19 tok/s instead of ~70 at 7B: models/reports/GPU-7B.md).
+ * - `ops`: plain ONNX operators. The KV heads are grouped by reshaping the QUERY ([B,S,H·D] → [B,Hkv,G·S,D], G =
+ *   H/Hkv), never by repeating K/V: present = Concat(past, new) per layer, scores = FusedMatMul(q, presentᵀ, scale),
+ *   plus one additive causal mask [G·S, T] made once a step, Softmax, MatMul(present_v), back to [B,S,H·D].
+ *   No first-run cost, ~15 % slower than gqa once warm (more nodes a step).
+ * - `mha`: the same query grouping fed to MultiHeadAttention (past/present BNSH, the mask as its attention_bias); on
+ *   CUDA as fast as gqa once warm, with the same first-run cost.
+ */
+export type FusedAttention = 'gqa' | 'ops' | 'mha';
+export const FUSED_ATTENTIONS: readonly FusedAttention[] = ['gqa', 'ops', 'mha'];
+
 /** The fused decoder's bytes from the exported decoder's bytes and its config. */
-export function fuseDecoder(model: Uint8Array, cfg: TextConfig): { bytes: Uint8Array; info: FusedGraphInfo } {
+export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: FusedAttention = 'gqa'): { bytes: Uint8Array; info: FusedGraphInfo } {
+  if (!FUSED_ATTENTIONS.includes(attention)) throw new Error(`attention '${String(attention)}': expected one of ${FUSED_ATTENTIONS.join(', ')}`);
   const top = fields(model);
   const graphs = top.filter((f) => f.no === 7 && f.wire === 2);
   if (graphs.length !== 1) throw new Error(`expected one graph in the ONNX model, found ${graphs.length}`);
@@ -140,7 +156,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig): { bytes: Uint8A
       (f.no === 11 ? inputNames : outputNames).push(name);
     }
   }
-  if (nodes.some((n) => n.op === 'GroupQueryAttention')) throw new Error('the decoder is already fused');
+  if (nodes.some((n) => n.op === 'GroupQueryAttention' || n.op === 'RotaryEmbedding')) throw new Error('the decoder is already fused');
   if (nodes.some((n) => n.op === 'MatMulInteger' || n.op === 'DynamicQuantizeLinear' || n.op === 'MatMulNBits')) {
     throw new Error('a quantized decoder: the fused decoder is made from float32 or float16 exports only');
   }
@@ -251,6 +267,79 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig): { bytes: Uint8A
   N('Shape', ['attention_mask'], [k('total64')], [intAttr('start', 1), intAttr('end', 2)]);
   N('Cast', [k('total64')], [k('total_1')], [intAttr('to', INT32)]);
   N('Squeeze', [k('total_1')], [k('total')]);
+  const G = NH / KV;
+  if (!Number.isInteger(G)) throw new Error(`config.json: ${NH} attention heads are not a multiple of ${KV} KV heads`);
+  if (attention !== 'gqa') {
+    // the causal mask over the grouped query rows r = g·S + s (s = r mod S): row r sees t ≤ T − S + s; [G·S, T]
+    const zeroOut = Buffer.alloc(dt === FLOAT ? 4 : 2);
+    const minusInf = Buffer.alloc(dt === FLOAT ? 4 : 2);
+    if (dt === FLOAT) minusInf.writeFloatLE(-Infinity);
+    else minusInf.writeUInt16LE(0xfc00);
+    add(k('mask_zero'), dt, [], zeroOut);
+    add(k('mask_inf'), dt, [], minusInf);
+    i64c(k('groups'), [G], []);
+    N('Shape', ['inputs_embeds'], [k('s_1')], [intAttr('start', 1), intAttr('end', 2)]);
+    N('Squeeze', [k('s_1')], [k('s0')]);
+    N('Squeeze', [k('total64')], [k('t0')]);
+    N('Sub', [k('t0'), k('s0')], [k('p0')]);
+    N('Mul', [k('s0'), k('groups')], [k('gs0')]);
+    N('Range', [k('zero'), k('gs0'), k('one')], [k('row')]);
+    N('Mod', [k('row'), k('s0')], [k('row_s')]);
+    N('Add', [k('row_s'), k('p0')], [k('row_lim')]);
+    N('Unsqueeze', [k('row_lim'), k('ax1')], [k('row_lim2')]);
+    N('Range', [k('zero'), k('t0'), k('one')], [k('col')]);
+    N('Greater', [k('col'), k('row_lim2')], [k('masked')]);
+    N('Where', [k('masked'), k('mask_inf'), k('mask_zero')], [attention === 'mha' ? k('mask2') : k('mask')]);
+    if (attention === 'mha') {
+      i64c(k('ax01'), [0, 1]);
+      N('Unsqueeze', [k('mask2'), k('ax01')], [k('mask')]);
+    }
+    // static reshape targets (0 copies the input's dimension)
+    i64c(k('q5'), [0, 0, KV, G, HD]);
+    i64c(k('kv4'), [0, 0, KV, HD]);
+    i64c(k('bhsd'), [0, KV, -1, HD]); // [B,Hkv,G,S,D] → [B,Hkv,G·S,D]
+    i64c(k('bhgsd'), [0, KV, G, -1, HD]);
+    i64c(k('bsh'), [0, 0, -1]);
+    i64c(k('b_gs_h'), [0, -1, KV * HD]); // [B,G,S,Hkv,D] → [B,G·S,Hkv·D]
+    i64c(k('b_g_s_kv_d'), [0, G, -1, KV, HD]);
+  }
+  /** One layer's attention: q/k (rotated), v [B,S,·] in, [B,S,H·D] out; present.i.* written. */
+  const attend = (i: number, q: string, key: string, val: string, l: (x: string) => string): string => {
+    const past = [`past_key_values.${i}.key`, `past_key_values.${i}.value`];
+    const present = [`present.${i}.key`, `present.${i}.value`];
+    const scale = floatAttr(attention === 'ops' ? 'alpha' : 'scale', 1 / Math.sqrt(HD));
+    if (attention === 'gqa') {
+      N('GroupQueryAttention', [q, key, val, ...past, k('seqlens_k'), k('total')], [l('attn'), ...present], [intAttr('num_heads', NH), intAttr('kv_num_heads', KV), scale], MS);
+      return l('attn');
+    }
+    N('Reshape', [q, k('q5')], [l('q5')]);
+    if (attention === 'mha') {
+      // [B,S,Hkv,G,D] → [B,G,S,Hkv,D] → [B,G·S,Hkv·D]: MultiHeadAttention with Hkv heads over G·S query rows
+      N('Transpose', [l('q5')], [l('qt')], [intsAttr('perm', [0, 3, 1, 2, 4])]);
+      N('Reshape', [l('qt'), k('b_gs_h')], [l('qg')]);
+      N('MultiHeadAttention', [l('qg'), key, val, '', '', k('mask'), ...past], [l('ag'), ...present], [intAttr('num_heads', KV), scale], MS);
+      N('Reshape', [l('ag'), k('b_g_s_kv_d')], [l('a5')]);
+      N('Transpose', [l('a5')], [l('at')], [intsAttr('perm', [0, 2, 3, 1, 4])]);
+      N('Reshape', [l('at'), k('bsh')], [l('attn')]);
+      return l('attn');
+    }
+    // [B,S,Hkv,G,D] → [B,Hkv,G,S,D] → [B,Hkv,G·S,D]
+    N('Transpose', [l('q5')], [l('qt')], [intsAttr('perm', [0, 2, 3, 1, 4])]);
+    N('Reshape', [l('qt'), k('bhsd')], [l('qg')]);
+    for (const [j, x] of [key, val].entries()) {
+      N('Reshape', [x, k('kv4')], [l(`kv4_${j}`)]);
+      N('Transpose', [l(`kv4_${j}`)], [l(`kvt_${j}`)], [intsAttr('perm', [0, 2, 1, 3])]);
+      N('Concat', [past[j]!, l(`kvt_${j}`)], [present[j]!], [intAttr('axis', 2)]);
+    }
+    N('FusedMatMul', [l('qg'), present[0]!], [l('scores')], [intAttr('transB', 1), scale], MS);
+    N('Add', [l('scores'), k('mask')], [l('scores_m')]);
+    N('Softmax', [l('scores_m')], [l('probs')], [intAttr('axis', -1)]);
+    N('MatMul', [l('probs'), present[1]!], [l('ag')]);
+    N('Reshape', [l('ag'), k('bhgsd')], [l('a5')]);
+    N('Transpose', [l('a5')], [l('at')], [intsAttr('perm', [0, 3, 1, 2, 4])]);
+    N('Reshape', [l('at'), k('bsh')], [l('attn')]);
+    return l('attn');
+  };
 
   const eps = floatAttr('epsilon', cfg.eps);
   let resid = 'inputs_embeds';
@@ -282,14 +371,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig): { bytes: Uint8A
     const vo = proj(v, 'v', KV * HD);
     N('RotaryEmbedding', [qo, k('rot_pos'), k('cos'), k('sin')], [l('q_rot')], [intAttr('interleaved', 0)], MS);
     N('RotaryEmbedding', [ko, k('rot_pos'), k('cos'), k('sin')], [l('k_rot')], [intAttr('interleaved', 0)], MS);
-    N(
-      'GroupQueryAttention',
-      [l('q_rot'), l('k_rot'), vo, `past_key_values.${i}.key`, `past_key_values.${i}.value`, k('seqlens_k'), k('total')],
-      [l('attn'), `present.${i}.key`, `present.${i}.value`],
-      [intAttr('num_heads', NH), intAttr('kv_num_heads', KV), floatAttr('scale', 1 / Math.sqrt(HD))],
-      MS,
-    );
-    N('MatMul', [l('attn'), use(weight(o))], [l('o')]);
+    N('MatMul', [attend(i, l('q_rot'), l('k_rot'), vo, l), use(weight(o))], [l('o')]);
     N('SkipSimplifiedLayerNormalization', [l('o'), resid, use(norms[2 * i + 1]!)], [l('h2'), '', '', l('x2')], [eps], MS);
     resid = l('x2');
     N('MatMul', [l('h2'), use(weight(gate))], [l('gate')]);
@@ -321,12 +403,12 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig): { bytes: Uint8A
   const opset = (domain: string, v: number) => ld(8, msg(...(domain ? [str(1, domain)] : []), vi(2, v)));
   const bytes = msg(vi(1, ir), str(2, 'loupe'), ld(7, graph), opset('', 18), opset(MS, 1));
   const externalData = [...used.values()].some((w) => fields(w.bytes).some((f) => f.no === 13));
-  return { bytes, info: { layers: L, nodesBefore: nodes.length, nodesAfter: out.length, dtype: dt === FLOAT ? 'float32' : 'float16', externalData } };
+  return { bytes, info: { layers: L, nodesBefore: nodes.length, nodesAfter: out.length, dtype: dt === FLOAT ? 'float32' : 'float16', externalData, attention } };
 }
 
 /** Writes `dst` (atomically) as the fused decoder of `src`; `config` is the model folder's config.json. */
-export async function writeFusedDecoder(src: string, dst: string, config: Record<string, unknown>): Promise<FusedGraphInfo> {
-  const { bytes, info } = fuseDecoder(await readFile(src), textConfig(config));
+export async function writeFusedDecoder(src: string, dst: string, config: Record<string, unknown>, attention: FusedAttention = 'gqa'): Promise<FusedGraphInfo> {
+  const { bytes, info } = fuseDecoder(await readFile(src), textConfig(config), attention);
   const tmp = `${dst}.tmp-${process.pid}`;
   await writeFile(tmp, bytes);
   await rename(tmp, dst);
@@ -337,7 +419,7 @@ export async function writeFusedDecoder(src: string, dst: string, config: Record
  * Adds a fused decoder beside every float decoder in a model folder (`onnx/decoder_model_merged{suffix}.onnx` →
  * `onnx/decoder_model_merged_fused{suffix}.onnx`, for fp32 and fp16; quantized ones are left as they are).
  */
-export async function addFusedDecoders(modelDir: string): Promise<Array<{ file: string; bytes: number } & FusedGraphInfo>> {
+export async function addFusedDecoders(modelDir: string, attention: FusedAttention = 'gqa'): Promise<Array<{ file: string; bytes: number } & FusedGraphInfo>> {
   let cfg: Record<string, unknown>;
   try {
     cfg = JSON.parse(await readFile(path.join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>;
@@ -356,7 +438,7 @@ export async function addFusedDecoders(modelDir: string): Promise<Array<{ file: 
   const out: Array<{ file: string; bytes: number } & FusedGraphInfo> = [];
   for (const n of src.sort()) {
     const dst = path.join(onnxDir, n.replace('decoder_model_merged', FUSED_DECODER));
-    const info = await writeFusedDecoder(path.join(onnxDir, n), dst, cfg);
+    const info = await writeFusedDecoder(path.join(onnxDir, n), dst, cfg, attention);
     out.push({ file: path.relative(modelDir, dst), bytes: (await stat(dst)).size, ...info });
   }
   return out;

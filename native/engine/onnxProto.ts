@@ -97,6 +97,8 @@ export const msg = (...parts: Uint8Array[]): Uint8Array => Buffer.concat(parts);
 
 /** AttributeProto: an int (type 2). */
 export const intAttr = (name: string, v: number): Uint8Array => ld(5, msg(str(1, name), vi(3, v), vi(20, 2)));
+/** AttributeProto: a list of ints (type 7), one `ints` field (8) each. */
+export const intsAttr = (name: string, v: number[]): Uint8Array => ld(5, msg(str(1, name), ...v.map((x) => vi(8, x)), vi(20, 7)));
 /** AttributeProto: a float (type 1). */
 export function floatAttr(name: string, v: number): Uint8Array {
   const f = Buffer.alloc(4);

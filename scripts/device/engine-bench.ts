@@ -6,7 +6,7 @@
  *   node --import tsx scripts/device/engine-bench.ts MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8]
  *        [--new-tokens 128] [--runs 3] [--image FILE] [--text "Describe this image."] [--keep-eos]
  *        [--bandwidth-gbs GB/s] [--json OUT.json] [--no-kv-reuse] [--logits-out FILE.f32 [--logits-steps 32]]
- *        [--decoder auto|fused|exported]   (auto: the fused decoder on cuda when the folder has one)
+ *        [--decoder auto|fused|exported]   (auto: the fused decoder on cuda when the folder has one) [--warmup-tokens 4]
  *
  * LOUPE_ORT_PROFILE=PREFIX turns on onnxruntime's profiler for every session (models/ort_profile_summary.py sums the
  * JSON traces it writes as PREFIX_*.json).
@@ -48,9 +48,11 @@ interface Args {
   logitsSteps: number;
   /** Which decoder graph (LoadOptions.decoder). */
   decoder: 'auto' | 'fused' | 'exported';
+  /** Tokens the untimed warm-up generates (its decode speed is reported as the first-run figure). */
+  warmupTokens: number;
 }
 
-const USAGE = 'usage: engine-bench MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8] [--new-tokens N] [--runs N] [--image FILE] [--text T] [--keep-eos] [--bandwidth-gbs X] [--json OUT] [--no-kv-reuse] [--logits-out FILE.f32] [--logits-steps 32] [--decoder auto|fused|exported]';
+const USAGE = 'usage: engine-bench MODEL_DIR [--device cpu|webgpu|cuda] [--dtype fp32|fp16|q8] [--new-tokens N] [--runs N] [--image FILE] [--text T] [--keep-eos] [--bandwidth-gbs X] [--json OUT] [--no-kv-reuse] [--logits-out FILE.f32] [--logits-steps 32] [--decoder auto|fused|exported] [--warmup-tokens N]';
 
 function readArgs(argv: string[]): Args {
   const parse = (args: string[]) =>
@@ -71,6 +73,7 @@ function readArgs(argv: string[]): Args {
         'logits-out': { type: 'string' },
         'logits-steps': { type: 'string', default: '32' },
         decoder: { type: 'string', default: 'auto' },
+        'warmup-tokens': { type: 'string', default: '4' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -112,6 +115,7 @@ function readArgs(argv: string[]): Args {
     ...(v['logits-out'] !== undefined ? { logitsOut: v['logits-out'] } : {}),
     logitsSteps: posInt(v['logits-steps'], '--logits-steps'),
     decoder: v.decoder as Args['decoder'],
+    warmupTokens: posInt(v['warmup-tokens'], '--warmup-tokens'),
     ...(bandwidthGBs !== undefined ? { bandwidthGBs } : {}),
     ...(v.json !== undefined ? { json: v.json } : {}),
   };
@@ -165,8 +169,11 @@ async function main(): Promise<void> {
     stop: [],
   };
   const results: GenerateResult[] = [];
+  let warm: GenerateResult | undefined;
   try {
-    await rt.generate({ ...req, maxTokens: Math.min(4, args.newTokens) }); // warm-up: session first-run costs, image cache
+    // warm-up (untimed): session first-run costs, the image cache; with --warmup-tokens N ≥ new tokens it also meets
+    // every KV length the timed runs meet
+    warm = await rt.generate({ ...req, maxTokens: args.warmupTokens });
     const rows: Float32Array[] = [];
     const onLogits = (row: Float32Array) => void (rows.length < args.logitsSteps && rows.push(row.slice()));
     for (let i = 0; i < args.runs; i++) results.push(await rt.generate(req, i === 0 && args.logitsOut ? { onLogits } : {}));
@@ -196,6 +203,9 @@ async function main(): Promise<void> {
     fallback_reason: rt.info.fallbackReason ?? null,
     // which decoder graph ran: 'fused' (decoder_model_merged_fused*.onnx, loupe convert --fused) or 'exported'
     decoder: rt.info.decoder ?? 'exported',
+    // the untimed warm-up: its length and its own decode speed (the first run a user meets after load)
+    warmup_tokens: args.warmupTokens,
+    warmup_decode_tok_s: warm && warm.completionTokens > 1 ? r1((warm.completionTokens - 1) / ((warm.decodeMs ?? NaN) / 1000)) : null,
     node: process.version,
     onnxruntime_node: ortVersion() ?? null,
     host: `${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}`,

@@ -21,9 +21,15 @@
 #             fused decoder interleaved (two rounds), their logits of 32 steps compared
 #   fused7b   the same on the random 7B, fp16, in one call: exported, fused, an onnxruntime profile of the fused one,
 #             fused logits against exported and against PyTorch (logits_compare.py), then PyTorch eager/sdpa again
+#             (FIRST=7b: export the 7B before the 0.5B)
+#   wait7b    wait (WAIT_S, default 540 s) for the detached 7B export
+#   attn7b    the fused decoder's attention variants (convert --fused-attention ops|mha|gqa, ATTN picks), the exported
+#             decoder and PyTorch eager/sdpa on the random 7B in one call, each engine run warmed up with WARMUP
+#             (default 128) tokens; logits of each variant against the exported decoder's
+#   attn7b-check  one variant (ATTN, default ops): an onnxruntime profile, its logits against PyTorch fp32
 #   status    what the detached jobs have done so far
 set -uo pipefail
-step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|status}
+step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|status}
 C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=/tmp/wt R=/tmp/r
 OUT=${OUT:-/tmp/out}
 mkdir -p "$R" "$OUT"
@@ -61,10 +67,11 @@ setup)
   tar -C /tmp/np -xJf "$C/node-pack.tar.xz" && tar -C "$WT" -xJf "$C/tools.tar.xz" || exit 1
   ls "$NP" | tr '\n' ' '; echo
   cd "$WT" || exit 1
-  setsid nohup bash -c "
-    PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 0.5b --skip-bench --dtypes ${DTYPES05:-fp16,fp32} --out /tmp/random-0.5b --report $R/gpu-bench-0.5b.json > $R/gpu-bench-0.5b.log 2>&1; echo \$? > $R/05b.rc
-    PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --out /tmp/random-7b --report $R/gpu-bench-7b.json > $R/gpu-bench-7b.log 2>&1; echo \$? > $R/7b.rc
-  " > /dev/null 2>&1 < /dev/null &
+  export05="PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 0.5b --skip-bench --dtypes ${DTYPES05:-fp16,fp32} --out /tmp/random-0.5b --report $R/gpu-bench-0.5b.json > $R/gpu-bench-0.5b.log 2>&1; echo \$? > $R/05b.rc"
+  export7b="PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --out /tmp/random-7b --report $R/gpu-bench-7b.json > $R/gpu-bench-7b.log 2>&1; echo \$? > $R/7b.rc"
+  # FIRST=7b: the 7B first (its export is the long one), the 0.5B after it
+  if [ "${FIRST:-0.5b}" = 7b ]; then jobs="$export7b; $export05"; else jobs="$export05; $export7b"; fi
+  setsid nohup bash -c "$jobs" > /dev/null 2>&1 < /dev/null &
   sleep 15; tail -3 "$R/gpu-bench-0.5b.log"
   ;;
 assemble)
@@ -172,6 +179,57 @@ for s in json.load(open(sys.argv[1] + "/ort-profile-7b-cuda-fp16-fused.json")):
 PY
   (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b-fused.f32" --onnx-bench "$OUT/engine-bench-7b-cuda-fp16-fused.json" \
     --report "$OUT/logits-7b-fused.json" 2>&1 | tail -8)
+  ;;
+wait7b)
+  # wait (at most WAIT_S seconds, default 540) for the detached 7B export
+  for _ in $(seq "$(( ${WAIT_S:-540} / 10 ))"); do [ -f "$R/7b.rc" ] && break; sleep 10; done
+  tail -3 "$R/gpu-bench-7b.log"; cat "$R/7b.rc" 2>/dev/null || echo "the 7B export is still running"
+  ;;
+attn7b)
+  # the fused decoder's attention variants (loupe convert --fused-attention gqa|ops|mha), the exported decoder and
+  # PyTorch eager/sdpa on the random 7B, one call; each engine run warms up with WARMUP tokens (default 128, so the
+  # timed runs meet no new KV length; the warm-up's own speed is in the JSON as warmup_decode_tok_s)
+  node_env
+  [ -f "$R/7b.rc" ] || { echo "the 7B export is not done yet"; tail -3 "$R/gpu-bench-7b.log"; exit 1; }
+  M=/tmp/random-7b B=$(bw) W=${WARMUP:-128}
+  for a in ${ATTN:-ops mha gqa}; do
+    "$NP/node" "$NP/loupe.mjs" convert --fused --fused-attention "$a" $M || continue
+    "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 128 --warmup-tokens "$W" --bandwidth-gbs "$B" \
+      --logits-out "$R/logits-7b-$a.f32" --json "$OUT/engine-bench-7b-cuda-fp16-fused-$a.json" > /dev/null 2> "$R/7b-$a.err" || tail -5 "$R/7b-$a.err"
+  done
+  "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder exported --new-tokens 128 --warmup-tokens "$W" --bandwidth-gbs "$B" \
+    --logits-out "$R/logits-7b-exported.f32" --json "$OUT/engine-bench-7b-cuda-fp16-exported.json" > /dev/null 2> "$R/7b-exported.err" || tail -5 "$R/7b-exported.err"
+  cp "$OUT"/engine-bench-7b-*.json "$R/"
+  (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --no-export --report "$OUT/gpu-bench-7b-again.json" 2>&1 | grep -E "PyTorch|bound|bandwidth")
+  cp "$R/gpu-bench-7b.json" "$OUT/" 2>/dev/null
+  for a in ${ATTN:-ops mha gqa}; do
+    [ -f "$R/logits-7b-$a.f32" ] && cmp_logits "$R/logits-7b-exported.f32" "$R/logits-7b-$a.f32" "$(vocab $M)" "$OUT/logits-7b-fused-$a-vs-exported.json"
+  done
+  python3 - "$OUT" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/engine-bench-7b-*.json")):
+    d = json.load(open(f))
+    print(f.split("/")[-1], {k: d.get(k) for k in ("device", "decoder", "load_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_runs", "warmup_decode_tok_s", "bound_tok_s", "fraction_of_bound")}, d["greedy_tokens"][:8])
+PY
+  ;;
+attn7b-check)
+  # one variant (ATTN, default ops): an onnxruntime profile of 32 tokens, then its logits (from attn7b) against PyTorch fp32
+  node_env
+  M=/tmp/random-7b a=${ATTN:-ops}
+  "$NP/node" "$NP/loupe.mjs" convert --fused --fused-attention "$a" $M || exit 1
+  rm -rf "$R/prof-$a" && mkdir -p "$R/prof-$a"
+  LOUPE_ORT_PROFILE="$R/prof-$a/ort" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 32 --runs 1 \
+    --json "$R/prof-$a/bench.json" > /dev/null 2> "$R/prof-$a.err" || tail -5 "$R/prof-$a.err"
+  python3 "$WT/models/ort_profile_summary.py" "$R"/prof-$a/ort_*.json --out "$OUT/ort-profile-7b-cuda-fp16-fused-$a.json" > /dev/null
+  python3 - "$OUT" "$a" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1] + "/ort-profile-7b-cuda-fp16-fused-" + sys.argv[2] + ".json")):
+    m = s.get("median_decode_step")
+    if m:
+        print(s["file"], s["decode_wall_us"]["median"], {k: m[k] for k in ("nodes", "node_time_us", "gap_us", "by_provider_us", "memcpy_nodes")}, m["top_ops_us"][:8])
+PY
+  (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b-$a.f32" --onnx-bench "$R/engine-bench-7b-cuda-fp16-fused-$a.json" \
+    --report "$OUT/logits-7b-fused-$a.json" 2>&1 | tail -8)
   ;;
 status)
   for f in "$R"/*.log; do echo "== $f"; tail -4 "$f"; done; ls "$R"

@@ -13,8 +13,9 @@ export function register(program: Command): void {
     .option('--check', 'compare ONNX logits with PyTorch on a one-image and a three-image prompt')
     .option('--attention', 'also write the analysis decoder (decoder_model_merged_attn*.onnx: per-layer attention outputs for attention maps); with no out_dir, add it to the ONNX model folder hf_dir')
     .option('--fused', 'also write the fused decoder (decoder_model_merged_fused*.onnx: the same decoder from onnxruntime fused operators, for CUDA; fp32/fp16 decoders only); with no out_dir, add it to the ONNX model folder hf_dir')
+    .option('--fused-attention <kind>', 'attention in the fused decoder: gqa (GroupQueryAttention), ops (plain ONNX operators, the KV heads grouped by reshaping the query) or mha (MultiHeadAttention on the same grouping)', 'gqa')
     .option('--python <exe>', 'python interpreter', 'python3')
-    .action(async (hf: string, out: string | undefined, o: { dtypes: string; check?: boolean; attention?: boolean; fused?: boolean; python: string }) => {
+    .action(async (hf: string, out: string | undefined, o: { dtypes: string; check?: boolean; attention?: boolean; fused?: boolean; fusedAttention: string; python: string }) => {
       if (out === undefined && !o.attention && !o.fused) {
         console.error('convert: out_dir is required (or pass --attention / --fused to add the analysis / fused decoder to an ONNX model folder)');
         process.exitCode = 2;
@@ -46,10 +47,16 @@ export function register(program: Command): void {
         }
       }
       if (o.fused) {
-        const { addFusedDecoders } = await import('../../../native/engine/fusedGraph');
+        const { addFusedDecoders, FUSED_ATTENTIONS } = await import('../../../native/engine/fusedGraph');
+        const attention = FUSED_ATTENTIONS.find((a) => a === o.fusedAttention);
+        if (!attention) {
+          console.error(`convert --fused-attention: expected ${FUSED_ATTENTIONS.join(', ')}, got ${JSON.stringify(o.fusedAttention)}`);
+          process.exitCode = 2;
+          return;
+        }
         try {
-          for (const f of await addFusedDecoders(out ?? hf)) {
-            console.log(`wrote ${f.file} (${(f.bytes / 2 ** 20).toFixed(1)} MiB${f.externalData ? ', weights read from the exported decoder\'s data file' : ''}, ${f.dtype}, ${f.nodesAfter} nodes instead of ${f.nodesBefore})`);
+          for (const f of await addFusedDecoders(out ?? hf, attention)) {
+            console.log(`wrote ${f.file} (${(f.bytes / 2 ** 20).toFixed(1)} MiB${f.externalData ? ', weights read from the exported decoder\'s data file' : ''}, ${f.dtype}, attention ${f.attention}, ${f.nodesAfter} nodes instead of ${f.nodesBefore})`);
           }
         } catch (e) {
           console.error(`convert --fused: ${(e as Error).message}`);

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-node';
-import { FUSED_DECODER, addFusedDecoders, fuseDecoder, textConfig } from '../../../native/engine/fusedGraph';
+import { FUSED_ATTENTIONS, FUSED_DECODER, addFusedDecoders, fuseDecoder, textConfig } from '../../../native/engine/fusedGraph';
 import { QwenVLRuntime } from '../../../native/engine/qwenRuntime';
 import { EngineError } from '../../../app/engines/errors';
 import { TINY_DIR, greedy, parity } from './parityFixture';
@@ -101,12 +101,13 @@ async function compare(exported: ort.InferenceSession, fused: ort.InferenceSessi
   return { worst, agree, steps };
 }
 
-describe('fused decoder graph (tiny random Qwen2.5-VL, CPU)', () => {
+describe.each(FUSED_ATTENTIONS.map((a) => [a]))('fused decoder graph, attention %s (tiny random Qwen2.5-VL, CPU)', (attention) => {
   let exported: ort.InferenceSession;
   let fused: ort.InferenceSession;
   let nodes: { before: number; after: number };
   beforeAll(async () => {
-    const { bytes, info } = fuseDecoder(readFileSync(exportedFile), cfg);
+    const { bytes, info } = fuseDecoder(readFileSync(exportedFile), cfg, attention);
+    expect(info.attention).toBe(attention);
     nodes = { before: info.nodesBefore, after: info.nodesAfter };
     exported = await ort.InferenceSession.create(exportedFile);
     fused = await ort.InferenceSession.create(bytes);
@@ -115,7 +116,7 @@ describe('fused decoder graph (tiny random Qwen2.5-VL, CPU)', () => {
   it('has the exported decoder\'s inputs and outputs, with far fewer nodes', () => {
     expect(fused.inputNames).toEqual(exported.inputNames);
     expect([...fused.outputNames].sort()).toEqual([...exported.outputNames].sort());
-    expect(nodes.after).toBeLessThan(nodes.before / 5);
+    expect(nodes.after).toBeLessThan(nodes.before / (attention === 'ops' ? 2 : 5));
   });
 
   it('prefill with image positions + 32 decode steps: logits and KV within float32 rounding, same argmax every step', async () => {
@@ -142,7 +143,8 @@ describe('fused decoder through the runtime', () => {
     expect(wrote[0]!.externalData).toBe(false);
   });
 
-  it('gives PyTorch\'s greedy tokens for one and three images', async () => {
+  it.each(['gqa', 'ops'] as const)('gives PyTorch\'s greedy tokens for one and three images (attention %s)', async (attention) => {
+    if (attention !== 'gqa') await addFusedDecoders(dir, attention);
     const rt = await QwenVLRuntime.load({ modelDir: dir, decoder: 'fused' });
     try {
       expect(rt.info.decoder).toBe('fused');
@@ -189,16 +191,22 @@ describe('fused decoder graph refuses what it does not know', () => {
 
 describe('loupe convert --fused', () => {
   const root = fileURLToPath(new URL('../../..', import.meta.url));
-  const convert = (dir: string) =>
-    spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'convert', '--fused', dir], { cwd: root, encoding: 'utf8' });
+  const convert = (dir: string, ...more: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'convert', '--fused', ...more, dir], { cwd: root, encoding: 'utf8' });
 
   it('writes the fused decoder into a model folder and says what it wrote', () => {
     const dir = path.join(tmp, 'cli-tiny');
     cpSync(TINY_DIR, dir, { recursive: true });
     const r = convert(dir);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, \d+ nodes instead of \d+\)/);
+    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention gqa, \d+ nodes instead of \d+\)/);
     expect(existsSync(path.join(dir, 'onnx', `${FUSED_DECODER}.onnx`))).toBe(true);
+    const ops = convert(dir, '--fused-attention', 'ops');
+    expect(ops.status).toBe(0);
+    expect(ops.stdout).toMatch(/attention ops, \d+ nodes/);
+    const bad = convert(dir, '--fused-attention', 'flash');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--fused-attention: expected gqa, ops, mha, got "flash"/);
   });
 
   it('refuses a q8-only folder and a folder that is not a model, exit 1, nothing written', () => {
