@@ -120,7 +120,7 @@ export type FusedAttention = 'gqa' | 'ops' | 'mha';
 export const FUSED_ATTENTIONS: readonly FusedAttention[] = ['gqa', 'ops', 'mha'];
 
 /** The fused decoder's bytes from the exported decoder's bytes and its config. */
-export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: FusedAttention = 'gqa'): { bytes: Uint8Array; info: FusedGraphInfo } {
+export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: FusedAttention = 'ops'): { bytes: Uint8Array; info: FusedGraphInfo } {
   if (!FUSED_ATTENTIONS.includes(attention)) throw new Error(`attention '${String(attention)}': expected one of ${FUSED_ATTENTIONS.join(', ')}`);
   const top = fields(model);
   const graphs = top.filter((f) => f.no === 7 && f.wire === 2);
@@ -407,7 +407,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
 }
 
 /** Writes `dst` (atomically) as the fused decoder of `src`; `config` is the model folder's config.json. */
-export async function writeFusedDecoder(src: string, dst: string, config: Record<string, unknown>, attention: FusedAttention = 'gqa'): Promise<FusedGraphInfo> {
+export async function writeFusedDecoder(src: string, dst: string, config: Record<string, unknown>, attention: FusedAttention = 'ops'): Promise<FusedGraphInfo> {
   const { bytes, info } = fuseDecoder(await readFile(src), textConfig(config), attention);
   const tmp = `${dst}.tmp-${process.pid}`;
   await writeFile(tmp, bytes);
@@ -419,7 +419,7 @@ export async function writeFusedDecoder(src: string, dst: string, config: Record
  * Adds a fused decoder beside every float decoder in a model folder (`onnx/decoder_model_merged{suffix}.onnx` →
  * `onnx/decoder_model_merged_fused{suffix}.onnx`, for fp32 and fp16; quantized ones are left as they are).
  */
-export async function addFusedDecoders(modelDir: string, attention: FusedAttention = 'gqa'): Promise<Array<{ file: string; bytes: number } & FusedGraphInfo>> {
+export async function addFusedDecoders(modelDir: string, attention: FusedAttention = 'ops'): Promise<Array<{ file: string; bytes: number } & FusedGraphInfo>> {
   let cfg: Record<string, unknown>;
   try {
     cfg = JSON.parse(await readFile(path.join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>;

@@ -143,8 +143,8 @@ describe('fused decoder through the runtime', () => {
     expect(wrote[0]!.externalData).toBe(false);
   });
 
-  it.each(['gqa', 'ops'] as const)('gives PyTorch\'s greedy tokens for one and three images (attention %s)', async (attention) => {
-    if (attention !== 'gqa') await addFusedDecoders(dir, attention);
+  it.each(['ops', 'gqa'] as const)('gives PyTorch\'s greedy tokens for one and three images (attention %s)', async (attention) => {
+    if (attention !== 'ops') await addFusedDecoders(dir, attention);
     const rt = await QwenVLRuntime.load({ modelDir: dir, decoder: 'fused' });
     try {
       expect(rt.info.decoder).toBe('fused');
@@ -199,11 +199,11 @@ describe('loupe convert --fused', () => {
     cpSync(TINY_DIR, dir, { recursive: true });
     const r = convert(dir);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention gqa, \d+ nodes instead of \d+\)/);
+    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention ops, \d+ nodes instead of \d+\)/);
     expect(existsSync(path.join(dir, 'onnx', `${FUSED_DECODER}.onnx`))).toBe(true);
-    const ops = convert(dir, '--fused-attention', 'ops');
-    expect(ops.status).toBe(0);
-    expect(ops.stdout).toMatch(/attention ops, \d+ nodes/);
+    const gqa = convert(dir, '--fused-attention', 'gqa');
+    expect(gqa.status).toBe(0);
+    expect(gqa.stdout).toMatch(/attention gqa, \d+ nodes/);
     const bad = convert(dir, '--fused-attention', 'flash');
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/--fused-attention: expected gqa, ops, mha, got "flash"/);
