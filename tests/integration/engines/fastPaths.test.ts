@@ -1,16 +1,19 @@
 /**
  * The runtime's two fast paths must give the same numbers as the transformers.js code they replace:
  * - qwenPatches: Qwen2-VL image preprocessing in one pass, against the image processor's own `_call`;
- * - the embedding table: each id's row of the embed_tokens session, against the session itself (fp32 and q8).
+ * - the embedding table: each id's row of the embed_tokens session, against the session itself (fp32 and q8);
+ * - the patch embedding as a MatMulInteger (patchEmbed.ts), against the export's ConvInteger on real images.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor } from '@huggingface/transformers';
 import { describe, expect, it } from 'vitest';
-import { QwenVLRuntime, qwenPatches } from '../../../native/engine/qwenRuntime';
+import ort from 'onnxruntime-node';
+import { QwenVLRuntime, hasMatmulPatchEmbed, qwenPatches } from '../../../native/engine/qwenRuntime';
+import { rewritePatchEmbed } from '../../../native/engine/patchEmbed';
 import { noiseBytes } from '../../support/noise';
 import { TINY_DIR } from './parityFixture';
 
@@ -83,4 +86,63 @@ describe('embedding table', () => {
       }
     }, 60_000);
   }
+});
+
+describe('patch embedding as a matrix product', () => {
+  const onnxFile = (model: string, suffix: string) => path.join(model, 'onnx', `vision_encoder${suffix}.onnx`);
+  const read = (f: string) => new Uint8Array(readFileSync(f));
+  const features = async (session: ort.InferenceSession, px: { pixel_values: Tensor; image_grid_thw: Tensor }) => {
+    const feeds = {
+      pixel_values: new ort.Tensor('float32', px.pixel_values.data as Float32Array, px.pixel_values.dims),
+      image_grid_thw: new ort.Tensor('int64', px.image_grid_thw.data as BigInt64Array, px.image_grid_thw.dims),
+    };
+    return (await session.run(feeds))[session.outputNames[0]!]!.data as Float32Array;
+  };
+
+  for (const model of [LOUPE_TINY, TINY_DIR]) {
+    it(`gives the ConvInteger's bits on real images (${path.basename(model)}, q8)`, async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'loupe-patch-embed-'));
+      const proc = (await AutoProcessor.from_pretrained(model)) as unknown as { image_processor: Parameters<typeof qwenPatches>[0] };
+      const rewritten = rewritePatchEmbed(read(onnxFile(model, '_quantized')));
+      expect(rewritten).not.toBeNull();
+      const [plain, fast] = await Promise.all([
+        ort.InferenceSession.create(onnxFile(model, '_quantized'), { intraOpNumThreads: 1 }),
+        ort.InferenceSession.create(rewritten!, { intraOpNumThreads: 1 }),
+      ]);
+      try {
+        for (const [w, h, seed] of [[224, 224, 1], [308, 196, 2]] as const) {
+          const px = (await qwenPatches(proc.image_processor, await RawImage.read(await noisePng(dir, `${seed}.png`, w, h, 3, seed))))!;
+          const [a, b] = [await features(plain, px), await features(fast, px)];
+          expect(b.length).toBe(a.length);
+          expect(b.every((v, i) => Object.is(v, a[i]))).toBe(true);
+        }
+      } finally {
+        await Promise.all([plain.release(), fast.release()]);
+      }
+    }, 60_000);
+  }
+
+  it('leaves alone a model without a quantized patch conv, and bytes that are no model', () => {
+    expect(rewritePatchEmbed(read(onnxFile(TINY_DIR, '')))).toBeNull(); // fp32: a float Conv
+    expect(rewritePatchEmbed(read(path.join(LOUPE_TINY, 'onnx', 'decoder_model_merged_quantized.onnx')))).toBeNull();
+    const vision = read(onnxFile(LOUPE_TINY, '_quantized'));
+    expect(rewritePatchEmbed(vision.subarray(0, vision.length >> 1))).toBeNull(); // truncated
+    expect(rewritePatchEmbed(new Uint8Array(noiseBytes(4096, 9)))).toBeNull();
+    expect(rewritePatchEmbed(new Uint8Array(0))).toBeNull();
+  });
+
+  it('is what the runtime runs for loupe-tiny q8 on the CPU', async () => {
+    const rt = await QwenVLRuntime.load({ modelDir: LOUPE_TINY, dtype: 'q8' });
+    try {
+      expect(hasMatmulPatchEmbed(rt)).toBe(true);
+    } finally {
+      await rt.dispose();
+    }
+    const fp32 = await QwenVLRuntime.load({ modelDir: TINY_DIR, dtype: 'fp32' });
+    try {
+      expect(hasMatmulPatchEmbed(fp32)).toBe(false);
+    } finally {
+      await fp32.dispose();
+    }
+  }, 60_000);
 });

@@ -1,0 +1,178 @@
+/**
+ * The vision encoder's patch embedding as a matrix product. A Qwen2-VL vision tower embeds each patch with a Conv3d
+ * whose kernel is the whole patch (stride = kernel, no padding), so each output is one dot product of the patch's
+ * C·T·H·W values with a filter: a matrix product of [patches, C·T·H·W] by [C·T·H·W, filters]. Quantized (q8), that
+ * conv is a ConvInteger, which onnxruntime's CPU provider runs through its general im2col path, about twice as slow
+ * as a MatMulInteger over the same uint8 values. The integer sums are exact either way, so the rewritten graph gives
+ * the same bits (the engine also checks that on a probe image before it uses it; see QwenVLRuntime.load).
+ *
+ * `rewritePatchEmbed` edits the ONNX protobuf bytes directly: each such ConvInteger becomes Reshape → MatMulInteger →
+ * Reshape with the filter transposed once, every other byte of the model is kept as it is (the protobuf pieces are
+ * onnxProto.ts', shared with the other graph editors). The reshapes take the patch count from the input's shape, so
+ * an input that is not one patch per row fails loudly instead of mixing rows.
+ */
+import { fields, intAttr, ld, msg, node, tensorBytes, text, varints, type Field } from './onnxProto';
+
+interface NodeInfo {
+  inputs: string[];
+  outputs: string[];
+  name: string;
+  op: string;
+  domain: string;
+  /** int-list attributes (kernel_shape, strides, …) */
+  ints: Map<string, number[]>;
+  /** int attributes (group) */
+  intAttr: Map<string, number>;
+}
+
+/** NodeProto: input 1, output 2, name 3, op_type 4, attribute 5 (AttributeProto: name 1, i 3, ints 8), domain 7. */
+function readNode(b: Uint8Array, f: Field): NodeInfo {
+  const n: NodeInfo = { inputs: [], outputs: [], name: '', op: '', domain: '', ints: new Map(), intAttr: new Map() };
+  for (const x of fields(b, f.body![0], f.body![1])) {
+    if (x.no === 1 && x.wire === 2) n.inputs.push(text(b, x));
+    else if (x.no === 2 && x.wire === 2) n.outputs.push(text(b, x));
+    else if (x.no === 3 && x.wire === 2) n.name = text(b, x);
+    else if (x.no === 4 && x.wire === 2) n.op = text(b, x);
+    else if (x.no === 7 && x.wire === 2) n.domain = text(b, x);
+    else if (x.no === 5 && x.wire === 2) {
+      const af = fields(b, x.body![0], x.body![1]);
+      const nameField = af.find((a) => a.no === 1 && a.wire === 2);
+      const name = nameField ? text(b, nameField) : '';
+      const ints = varints(b, af, 8);
+      const i = af.find((a) => a.no === 3 && a.wire === 0);
+      if (ints.length) n.ints.set(name, ints);
+      if (i) n.intAttr.set(name, i.value!);
+    }
+  }
+  return n;
+}
+
+interface TensorInfo {
+  name: string;
+  dims: number[];
+  dataType: number;
+  raw: Uint8Array | null;
+  /** values stored as int32_data (small integer tensors often are) */
+  int32s: number;
+  /** data kept outside the file (not handled here) */
+  external: boolean;
+}
+
+/** TensorProto: dims 1, data_type 2, int32_data 5, name 8, raw_data 9, external_data 13, data_location 14. */
+function readTensor(b: Uint8Array, f: Field): TensorInfo {
+  const tf = fields(b, f.body![0], f.body![1]);
+  const name = tf.find((x) => x.no === 8 && x.wire === 2);
+  const raw = tf.find((x) => x.no === 9 && x.wire === 2);
+  return {
+    name: name ? text(b, name) : '',
+    dims: varints(b, tf, 1),
+    dataType: tf.find((x) => x.no === 2 && x.wire === 0)?.value ?? 0,
+    raw: raw ? b.subarray(raw.body![0], raw.body![1]) : null,
+    int32s: varints(b, tf, 5).length,
+    external: tf.some((x) => x.no === 13 || (x.no === 14 && x.value === 1)),
+  };
+}
+
+const initializer = (name: string, dataType: number, dims: number[], raw: Uint8Array) => ld(5, tensorBytes(name, dataType, dims, raw));
+const int64Raw = (xs: number[]) => new Uint8Array(BigInt64Array.from(xs.map(BigInt)).buffer);
+
+const UINT8 = 2;
+const INT8 = 3;
+const INT64 = 7;
+
+/**
+ * The model with every whole-patch ConvInteger replaced by a MatMulInteger (see the file comment), or null when it has
+ * none (or anything about it is not the plain case: padding, dilation, groups, a per-channel zero point, weights
+ * outside the file). Never throws on bytes it cannot read: those come back as null too.
+ */
+export function rewritePatchEmbed(model: Uint8Array): Uint8Array | null {
+  try {
+    return rewrite(model);
+  } catch {
+    return null;
+  }
+}
+
+function rewrite(b: Uint8Array): Uint8Array | null {
+  const top = fields(b);
+  const gf = top.find((f) => f.no === 7 && f.wire === 2);
+  if (!gf) return null;
+  const gFields = fields(b, gf.body![0], gf.body![1]);
+  const inits = new Map<string, { field: Field; t: TensorInfo }>();
+  for (const f of gFields) {
+    if (f.no !== 5 || f.wire !== 2) continue;
+    const t = readTensor(b, f);
+    inits.set(t.name, { field: f, t });
+  }
+  const nodes = gFields.filter((f) => f.no === 1 && f.wire === 2).map((f) => ({ field: f, n: readNode(b, f) }));
+  const replace = new Map<Field, Uint8Array>();
+  const added: Uint8Array[] = [];
+  const replacedWeights = new Set<string>();
+  let k = 0;
+  for (const { field, n } of nodes) {
+    if (n.op !== 'ConvInteger' || (n.domain !== '' && n.domain !== 'ai.onnx') || n.inputs.length < 2 || n.outputs.length !== 1) continue;
+    const [x, w, xzp = '', wzp = ''] = n.inputs as [string, string, string?, string?];
+    const wi = inits.get(w)?.t;
+    if (!wi || !wi.raw || wi.external || (wi.dataType !== UINT8 && wi.dataType !== INT8) || wi.dims.length < 3) continue;
+    const dims = wi.dims.map(Number);
+    const [O, C, ...kern] = dims as [number, number, ...number[]];
+    const K = C * kern.reduce((a, v) => a * v, 1);
+    if (wi.raw.length !== O * K) continue;
+    const ks = n.ints.get('kernel_shape')?.map(Number) ?? kern;
+    const st = n.ints.get('strides')?.map(Number) ?? [];
+    const pads = n.ints.get('pads')?.map(Number) ?? [];
+    const dil = n.ints.get('dilations')?.map(Number) ?? [];
+    const same = (a: number[], e: number[]) => a.length === e.length && a.every((v, i) => v === e[i]);
+    if (!same(ks, kern) || !same(st, kern) || !pads.every((p) => p === 0) || !dil.every((d) => d === 1) || (n.intAttr.get('group') ?? 1) !== 1) continue;
+    if ([...n.intAttr.keys()].some((a) => a !== 'group') || [...n.ints.keys()].some((a) => !['kernel_shape', 'strides', 'pads', 'dilations'].includes(a))) continue;
+    // the filter's zero point must be one value (MatMulInteger's per-column form would also do, but is not needed)
+    if (wzp) {
+      const z = inits.get(wzp)?.t;
+      if (!z || z.dims.length > 1 || (z.dims.length === 1 && z.dims[0] !== 1) || (z.raw ? z.raw.length : z.int32s) !== 1) continue;
+    }
+    // [O, K] → [K, O]
+    const wt = new Uint8Array(O * K);
+    for (let o = 0; o < O; o++) for (let j = 0; j < K; j++) wt[j * O + o] = wi.raw[o * K + j]!;
+    const p = `${n.name || `conv${k}`}/as_matmul`;
+    k++;
+    const out = n.outputs[0]!;
+    added.push(
+      initializer(`${p}/weight`, wi.dataType, [K, O], wt),
+      initializer(`${p}/k`, INT64, [1], int64Raw([K])),
+      initializer(`${p}/o111`, INT64, [1 + kern.length], int64Raw([O, ...kern.map(() => 1)])),
+      initializer(`${p}/zero`, INT64, [1], int64Raw([0])),
+      initializer(`${p}/one`, INT64, [1], int64Raw([1])),
+    );
+    // rows = shape(x)[0:1]; x → [rows, K] (fails unless each row is exactly one patch); y → [rows, O, 1, …]
+    replace.set(
+      field,
+      msg(
+        node('Shape', `${p}/shape`, [x], [`${p}/x_shape`]),
+        node('Slice', `${p}/rows`, [`${p}/x_shape`, `${p}/zero`, `${p}/one`], [`${p}/rows`]),
+        node('Concat', `${p}/in_shape`, [`${p}/rows`, `${p}/k`], [`${p}/in_shape`], [intAttr('axis', 0)]),
+        node('Reshape', `${p}/flatten`, [x, `${p}/in_shape`], [`${p}/x2d`]),
+        node('MatMulInteger', `${p}/matmul`, [`${p}/x2d`, `${p}/weight`, xzp, wzp], [`${p}/y2d`]),
+        node('Concat', `${p}/out_shape`, [`${p}/rows`, `${p}/o111`], [`${p}/out_shape`], [intAttr('axis', 0)]),
+        node('Reshape', `${p}/unflatten`, [`${p}/y2d`, `${p}/out_shape`], [out]),
+      ),
+    );
+    replacedWeights.add(w);
+  }
+  if (replace.size === 0) return null;
+  // the conv filters nothing else reads are left out (onnxruntime would warn about them, and they take memory)
+  const stillUsed = new Set(nodes.filter(({ field }) => !replace.has(field)).flatMap(({ n }) => n.inputs));
+  const graph = msg(
+    ...gFields.flatMap((f) => {
+      const r = replace.get(f);
+      if (r) return [r];
+      if (f.no === 5 && f.wire === 2) {
+        const name = readTensor(b, f).name;
+        if (replacedWeights.has(name) && !stillUsed.has(name)) return [];
+      }
+      return [b.subarray(f.start, f.end)];
+    }),
+    ...added,
+  );
+  return msg(...top.flatMap((f) => (f === gf ? [ld(7, graph)] : [b.subarray(f.start, f.end)])));
+}
+
