@@ -157,7 +157,7 @@ describe('packaged layout (electron.config.ts through electron-builder’s file 
     expect(all.filter((f) => /^(app|main|native|renderer|scripts|models|ci|docs)\//.test(f))).toEqual([]);
     expect(all.filter((f) => /^node_modules\/(tsx|esbuild|@esbuild|onnxruntime-web|electron|vite|vitest|playwright-core|typescript)\//.test(f))).toEqual([]);
     // Runtime dependencies the bundles require are there.
-    for (const dep of ['@huggingface/transformers', 'zod', 'ws', 'ssh2', 'openai', 'hyparquet', 'commander']) expect(all.some((f) => f.startsWith(`node_modules/${dep}/`)), dep).toBe(true);
+    for (const dep of ['@huggingface/transformers', 'zod', 'ws', 'ssh2', 'hyparquet', 'commander']) expect(all.some((f) => f.startsWith(`node_modules/${dep}/`)), dep).toBe(true);
   });
 
   it('unpacks sharp and onnxruntime-node from the asar, with only the target’s onnxruntime binaries', () => {
