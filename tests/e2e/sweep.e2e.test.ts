@@ -35,7 +35,9 @@ describe('an evaluation sweep started from the UI (tiny random model, real ONNX 
     await page.getByTestId('eval-max-tokens').fill('8');
     await page.getByTestId('eval-notool').check();
     await page.getByTestId('eval-start').click();
-    await page.getByTestId('sweep-progress').first().waitFor();
+    // One progress line per run, each appearing with its run's first progress event (the two start together, but
+    // their first events need not arrive in the same frame).
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=sweep-progress]').length >= 2, undefined, { timeout: 30_000 });
     expect(await page.getByTestId('sweep-progress').count()).toBe(2);
     await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=sweep-progress]')].every((li) => li.getAttribute('data-state') === 'done'), undefined, { timeout: 180_000 });
     await expect(page.getByTestId('sweep-progress').first().textContent()).resolves.toContain('3/3');
