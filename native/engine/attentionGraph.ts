@@ -12,7 +12,7 @@
  * nodes and outputs are appended to the GraphProto bytes and the graph's length prefix rewritten; nothing else moves.
  */
 import { readFile, writeFile, rename } from 'node:fs/promises';
-import { fields, int64Constant, intAttr, ld, msg, node, str, text, vi } from './onnxProto';
+import { readModelFolder, fields, int64Constant, intAttr, ld, msg, node, str, text, vi } from './onnxProto';
 
 /** Output name of layer i's head-averaged attention in the analysis decoder. */
 export const attentionOutput = (layer: number): string => `attentions.${layer}`;
@@ -110,23 +110,12 @@ export async function writeAttentionDecoder(src: string, dst: string, layers: nu
  * `onnx/decoder_model_merged_attn{suffix}.onnx`); the text layer count comes from config.json. Returns what it wrote.
  */
 export async function addAnalysisDecoders(modelDir: string): Promise<Array<{ file: string; bytes: number; layers: number }>> {
-  const { readdir, stat } = await import('node:fs/promises');
+  const { stat } = await import('node:fs/promises');
   const path = await import('node:path');
-  let cfg: { num_hidden_layers?: unknown; text_config?: { num_hidden_layers?: unknown } };
-  try {
-    cfg = JSON.parse(await readFile(path.join(modelDir, 'config.json'), 'utf8')) as typeof cfg;
-  } catch (e) {
-    throw new Error(`${modelDir}: cannot read config.json (${(e as Error).message}); is this a model folder?`);
-  }
+  const { config, onnxDir, names } = await readModelFolder(modelDir);
+  const cfg = config as { num_hidden_layers?: unknown; text_config?: { num_hidden_layers?: unknown } };
   const layers = cfg.text_config?.num_hidden_layers ?? cfg.num_hidden_layers;
   if (typeof layers !== 'number' || !(layers > 0)) throw new Error(`${modelDir}/config.json: no num_hidden_layers`);
-  const onnxDir = path.join(modelDir, 'onnx');
-  let names: string[];
-  try {
-    names = await readdir(onnxDir);
-  } catch {
-    throw new Error(`${modelDir}: no onnx/ folder (convert the checkpoint first)`);
-  }
   const fast = names.filter((n) => /^decoder_model_merged(_[a-z0-9]+)?\.onnx$/.test(n) && !n.startsWith(`${ATTN_DECODER}`));
   if (!fast.length) throw new Error(`${onnxDir}: no decoder_model_merged*.onnx`);
   const out: Array<{ file: string; bytes: number; layers: number }> = [];

@@ -22,9 +22,9 @@
  * verbatim, so a decoder whose weights live in an external data file (`*.onnx_data`, the 7B) keeps pointing at that
  * same file: the fused file beside it holds the graph only.
  */
-import { readFile, writeFile, rename, readdir, stat } from 'node:fs/promises';
+import { readFile, writeFile, rename, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { fields, floatAttr, intAttr, intsAttr, ld, msg, node, str, tensorBytes, text, varints, vi, type Field } from './onnxProto';
+import { readModelFolder, fields, floatAttr, intAttr, intsAttr, ld, msg, node, str, tensorBytes, text, varints, vi, type Field } from './onnxProto';
 
 /** File stem of the fused decoder (add the dtype suffix and `.onnx`). */
 export const FUSED_DECODER = 'decoder_model_merged_fused';
@@ -420,19 +420,7 @@ export async function writeFusedDecoder(src: string, dst: string, config: Record
  * `onnx/decoder_model_merged_fused{suffix}.onnx`, for fp32 and fp16; quantized ones are left as they are).
  */
 export async function addFusedDecoders(modelDir: string, attention: FusedAttention = 'ops'): Promise<Array<{ file: string; bytes: number } & FusedGraphInfo>> {
-  let cfg: Record<string, unknown>;
-  try {
-    cfg = JSON.parse(await readFile(path.join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>;
-  } catch (e) {
-    throw new Error(`${modelDir}: cannot read config.json (${(e as Error).message}); is this a model folder?`);
-  }
-  const onnxDir = path.join(modelDir, 'onnx');
-  let names: string[];
-  try {
-    names = await readdir(onnxDir);
-  } catch {
-    throw new Error(`${modelDir}: no onnx/ folder (convert the checkpoint first)`);
-  }
+  const { config: cfg, onnxDir, names } = await readModelFolder(modelDir);
   const src = names.filter((n) => /^decoder_model_merged(_fp16)?\.onnx$/.test(n));
   if (!src.length) throw new Error(`${onnxDir}: no float32 or float16 decoder (decoder_model_merged.onnx or decoder_model_merged_fp16.onnx)`);
   const out: Array<{ file: string; bytes: number } & FusedGraphInfo> = [];

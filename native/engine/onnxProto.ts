@@ -122,3 +122,24 @@ export function int64Constant(name: string, values: number[]): Uint8Array {
   const attr = ld(5, msg(str(1, 'value'), ld(5, tensor), vi(20, 4)));
   return node('Constant', `${name}_node`, [], [name], [attr]);
 }
+
+/**
+ * A model folder's config.json and the file names in its onnx/ folder, for the graph editors that add files beside
+ * the exported decoder (`loupe convert --attention`, `--fused`). The errors name the folder and what is missing.
+ */
+export async function readModelFolder(modelDir: string): Promise<{ config: Record<string, unknown>; onnxDir: string; names: string[] }> {
+  const { readFile, readdir } = await import('node:fs/promises');
+  const path = await import('node:path');
+  let config: Record<string, unknown>;
+  try {
+    config = JSON.parse(await readFile(path.join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  } catch (e) {
+    throw new Error(`${modelDir}: cannot read config.json (${(e as Error).message}); is this a model folder?`);
+  }
+  const onnxDir = path.join(modelDir, 'onnx');
+  try {
+    return { config, onnxDir, names: await readdir(onnxDir) };
+  } catch {
+    throw new Error(`${modelDir}: no onnx/ folder (convert the checkpoint first)`);
+  }
+}
