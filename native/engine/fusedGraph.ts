@@ -33,6 +33,7 @@ const FLOAT = 1;
 const FLOAT16 = 10;
 const INT64 = 7;
 const INT32 = 6;
+const BOOL = 9;
 
 export interface TextConfig {
   layers: number;
@@ -103,6 +104,21 @@ export interface FusedGraphInfo {
   /** Whether the weights stay in an external data file (referenced, not copied). */
   externalData: boolean;
   attention: FusedAttention;
+  /** Whether the graph also runs greedy decode steps in one run (the `steps` input; see FuseOptions.decodeLoop). */
+  decodeLoop: boolean;
+}
+
+export interface FuseOptions {
+  /**
+   * The model folder's embed_tokens ONNX bytes (of the same dtype): the fused decoder then also takes a `steps` input
+   * (int64 scalar) and returns `tokens`. After the forward pass on the given inputs (whose logits and present KV it
+   * returns as before), an ONNX Loop feeds the argmax of the last position's logits back `steps` times, embedding each
+   * token with the same Gather the embed_tokens model runs: `tokens` = [argmax, then one token per step], and the
+   * present KV covers every token fed (the last token of `tokens` is not fed). With `steps` = 0 the graph is the plain
+   * fused decoder plus one ArgMax. On CUDA this keeps the KV cache on the device between greedy steps: a step no
+   * longer copies every layer's past in and present out through host memory (onnxruntime-node has no CUDA IO binding).
+   */
+  decodeLoop?: Uint8Array;
 }
 
 /**
@@ -119,8 +135,44 @@ export interface FusedGraphInfo {
 export type FusedAttention = 'gqa' | 'ops' | 'mha';
 export const FUSED_ATTENTIONS: readonly FusedAttention[] = ['gqa', 'ops', 'mha'];
 
+/** ValueInfoProto of a tensor: element type and dims (a string dim is a symbolic one). */
+function valueInfo(name: string, elem: number, dims: Array<number | string>): Uint8Array {
+  const shape = msg(...dims.map((d) => ld(1, typeof d === 'number' ? vi(1, d) : str(2, d))));
+  return msg(str(1, name), ld(2, ld(1, msg(vi(1, elem), ld(2, shape)))));
+}
+
+/** A TensorProto's bytes with its name (field 8) replaced. */
+function renameTensor(bytes: Uint8Array, name: string): Uint8Array {
+  return msg(...fields(bytes).filter((f) => f.no !== 8).map((f) => bytes.subarray(f.start, f.end)), str(8, name));
+}
+
+/** The embedding table of an embed_tokens model (one Gather from a [vocab, hidden] initializer). */
+function embedWeight(model: Uint8Array, vocab: number, hidden: number): Init {
+  const g = fields(model).find((f) => f.no === 7 && f.wire === 2);
+  if (!g) throw new Error('embed_tokens: no graph in the ONNX model');
+  const gf = fields(model, g.body![0], g.body![1]);
+  const inits = new Map<string, Init>();
+  const gathers: string[] = [];
+  for (const f of gf) {
+    if (f.wire !== 2 || (f.no !== 1 && f.no !== 5)) continue;
+    const sub = fields(model, f.body![0], f.body![1]);
+    const s = (no: number) => {
+      const x = sub.find((y) => y.no === no);
+      return x ? text(model, x) : '';
+    };
+    if (f.no === 5) inits.set(s(8), { name: s(8), dims: varints(model, sub, 1), dataType: varints(model, sub, 2)[0] ?? 0, bytes: model.subarray(f.body![0], f.body![1]) });
+    if (f.no === 1 && s(4) === 'Gather') gathers.push(text(model, sub.find((y) => y.no === 1)!));
+  }
+  if (gathers.length !== 1) throw new Error(`embed_tokens: expected one Gather node, found ${gathers.length}: not an export Loupe's converter wrote`);
+  const w = inits.get(gathers[0]!);
+  if (!w) throw new Error('embed_tokens: the Gather does not read an initializer (a quantized embedding?): the decode loop takes float32 or float16 exports');
+  if (w.dims.length !== 2 || w.dims[0] !== vocab || w.dims[1] !== hidden) throw new Error(`embed_tokens: table ${w.name} is ${w.dims.join('×')}, expected ${vocab}×${hidden} from config.json`);
+  if (w.dataType !== FLOAT && w.dataType !== FLOAT16) throw new Error(`embed_tokens: table of ONNX data type ${w.dataType}: the decode loop takes float32 or float16`);
+  return w;
+}
+
 /** The fused decoder's bytes from the exported decoder's bytes and its config. */
-export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: FusedAttention = 'ops'): { bytes: Uint8Array; info: FusedGraphInfo } {
+export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: FusedAttention = 'ops', opts: FuseOptions = {}): { bytes: Uint8Array; info: FusedGraphInfo } {
   if (!FUSED_ATTENTIONS.includes(attention)) throw new Error(`attention '${String(attention)}': expected one of ${FUSED_ATTENTIONS.join(', ')}`);
   const top = fields(model);
   const graphs = top.filter((f) => f.no === 7 && f.wire === 2);
@@ -209,206 +261,308 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
 
   const used = new Map<string, Init>();
   const use = (w: Init) => (used.set(w.name, w), w.name);
-  const extraInits: Uint8Array[] = [];
-  const add = (name: string, dataType: number, dims: number[], raw: Uint8Array) => (extraInits.push(ld(5, tensorBytes(name, dataType, dims, raw))), name);
+  // constants are shared by every emitted copy of the decoder (the decode loop's body reads them from the outer graph)
+  const extraInits = new Map<string, Uint8Array>();
+  const add = (name: string, dataType: number, dims: number[], raw: Uint8Array) => {
+    if (!extraInits.has(name)) extraInits.set(name, ld(5, tensorBytes(name, dataType, dims, raw)));
+    return name;
+  };
   const i64c = (name: string, vals: number[], dims = [vals.length]) => {
     const b = Buffer.alloc(vals.length * 8);
     vals.forEach((v, i) => b.writeBigInt64LE(BigInt(v), i * 8));
     return add(name, INT64, dims, b);
   };
-  const out: Uint8Array[] = [];
-  const k = (x: string) => `fused/${x}`;
-  const N = (op: string, ins: string[], outs: string[], attrs: Uint8Array[] = [], domain = '') => {
-    out.push(node(op, k(`${op}_${out.length}`), ins, outs, attrs, domain));
-  };
+  const c = (x: string) => `fused/${x}`;
   const MS = 'com.microsoft';
+  const ioSame = (x: string) => x;
 
-  // ---- once a step: mRoPE cos/sin, rotary row ids, GQA lengths
-  const half = HD / 2;
-  const inv = Buffer.alloc(3 * half * 4);
-  const sec: number[] = [];
-  cfg.mropeSection.forEach((n, i) => {
-    for (let j = 0; j < n; j++) sec.push(i % 3);
-  });
-  for (let j = 0; j < half; j++) {
-    const f = 1 / Math.pow(cfg.ropeTheta, (2 * j) / HD);
-    inv.writeFloatLE(Math.fround(f), (sec[j]! * half + j) * 4);
-  }
-  add(k('inv_freq_thw'), FLOAT, [3, 1, 1, half], inv);
-  i64c(k('ax0'), [0]);
-  i64c(k('ax1'), [1]);
-  i64c(k('ax3'), [3]);
-  i64c(k('rows'), [-1, half]);
-  i64c(k('one'), [1], []);
-  i64c(k('zero'), [0], []);
-  i64c(k('end'), [2 ** 53]);
-  i64c(k('sh1'), [1]);
-  N('Cast', ['position_ids'], [k('pos_f')], [intAttr('to', FLOAT)]);
-  N('Unsqueeze', [k('pos_f'), k('ax3')], [k('pos_u')]);
-  N('Mul', [k('pos_u'), k('inv_freq_thw')], [k('freq_thw')]);
-  N('ReduceSum', [k('freq_thw'), k('ax0')], [k('freq')], [intAttr('keepdims', 0)]);
-  N('Cos', [k('freq')], [k('cos_f')]);
-  N('Sin', [k('freq')], [k('sin_f')]);
-  N('Reshape', [k('cos_f'), k('rows')], [dt === FLOAT ? k('cos') : k('cos_r')]);
-  N('Reshape', [k('sin_f'), k('rows')], [dt === FLOAT ? k('sin') : k('sin_r')]);
-  if (dt === FLOAT16) {
-    N('Cast', [k('cos_r')], [k('cos')], [intAttr('to', FLOAT16)]);
-    N('Cast', [k('sin_r')], [k('sin')], [intAttr('to', FLOAT16)]);
-  }
-  // row ids b·S+s: [B,S] from inputs_embeds' shape
-  N('Shape', ['inputs_embeds'], [k('bs')], [intAttr('end', 2)]);
-  N('ReduceProd', [k('bs')], [k('n')], [intAttr('keepdims', 0)]);
-  N('Range', [k('zero'), k('n'), k('one')], [k('rows_flat')]);
-  N('Reshape', [k('rows_flat'), k('bs')], [k('rot_pos')]);
-  // GroupQueryAttention: seqlens_k = per-row mask length − 1 (int32 [B]); total_sequence_length = mask width (int32)
-  N('ReduceSum', ['attention_mask', k('ax1')], [k('mask_len')], [intAttr('keepdims', 0)]);
-  N('Sub', [k('mask_len'), k('one')], [k('seqlens64')]);
-  N('Cast', [k('seqlens64')], [k('seqlens_k')], [intAttr('to', INT32)]);
-  N('Shape', ['attention_mask'], [k('total64')], [intAttr('start', 1), intAttr('end', 2)]);
-  N('Cast', [k('total64')], [k('total_1')], [intAttr('to', INT32)]);
-  N('Squeeze', [k('total_1')], [k('total')]);
-  const G = NH / KV;
-  if (!Number.isInteger(G)) throw new Error(`config.json: ${NH} attention heads are not a multiple of ${KV} KV heads`);
-  if (attention !== 'gqa') {
-    // the causal mask over the grouped query rows r = g·S + s (s = r mod S): row r sees t ≤ T − S + s; [G·S, T]
-    const zeroOut = Buffer.alloc(dt === FLOAT ? 4 : 2);
-    const minusInf = Buffer.alloc(dt === FLOAT ? 4 : 2);
-    if (dt === FLOAT) minusInf.writeFloatLE(-Infinity);
-    else minusInf.writeUInt16LE(0xfc00);
-    add(k('mask_zero'), dt, [], zeroOut);
-    add(k('mask_inf'), dt, [], minusInf);
-    i64c(k('groups'), [G], []);
-    N('Shape', ['inputs_embeds'], [k('s_1')], [intAttr('start', 1), intAttr('end', 2)]);
-    N('Squeeze', [k('s_1')], [k('s0')]);
-    N('Squeeze', [k('total64')], [k('t0')]);
-    N('Sub', [k('t0'), k('s0')], [k('p0')]);
-    N('Mul', [k('s0'), k('groups')], [k('gs0')]);
-    N('Range', [k('zero'), k('gs0'), k('one')], [k('row')]);
-    N('Mod', [k('row'), k('s0')], [k('row_s')]);
-    N('Add', [k('row_s'), k('p0')], [k('row_lim')]);
-    N('Unsqueeze', [k('row_lim'), k('ax1')], [k('row_lim2')]);
-    N('Range', [k('zero'), k('t0'), k('one')], [k('col')]);
-    N('Greater', [k('col'), k('row_lim2')], [k('masked')]);
-    N('Where', [k('masked'), k('mask_inf'), k('mask_zero')], [attention === 'mha' ? k('mask2') : k('mask')]);
-    if (attention === 'mha') {
-      i64c(k('ax01'), [0, 1]);
-      N('Unsqueeze', [k('mask2'), k('ax01')], [k('mask')]);
+  /**
+   * The decoder's nodes, its intermediate values named `${prefix}…` and its inputs/outputs through `io` (the exported
+   * names: inputs_embeds, attention_mask, position_ids, past_key_values.N.*, num_logits_to_keep; present.N.*, logits).
+   */
+  const emit = (prefix: string, io: (name: string) => string = ioSame): Uint8Array[] => {
+    const out: Uint8Array[] = [];
+    const k = (x: string) => `${prefix}${x}`;
+    const N = (op: string, ins: string[], outs: string[], attrs: Uint8Array[] = [], domain = '') => {
+      out.push(node(op, k(`${op}_${out.length}`), ins, outs, attrs, domain));
+    };
+    // ---- once a step: mRoPE cos/sin, rotary row ids, GQA lengths
+    const half = HD / 2;
+    const inv = Buffer.alloc(3 * half * 4);
+    const sec: number[] = [];
+    cfg.mropeSection.forEach((n, i) => {
+      for (let j = 0; j < n; j++) sec.push(i % 3);
+    });
+    for (let j = 0; j < half; j++) {
+      const f = 1 / Math.pow(cfg.ropeTheta, (2 * j) / HD);
+      inv.writeFloatLE(Math.fround(f), (sec[j]! * half + j) * 4);
     }
-    // static reshape targets (0 copies the input's dimension)
-    i64c(k('q5'), [0, 0, KV, G, HD]);
-    i64c(k('kv4'), [0, 0, KV, HD]);
-    i64c(k('bhsd'), [0, KV, -1, HD]); // [B,Hkv,G,S,D] → [B,Hkv,G·S,D]
-    i64c(k('bhgsd'), [0, KV, G, -1, HD]);
-    i64c(k('bsh'), [0, 0, -1]);
-    i64c(k('b_gs_h'), [0, -1, KV * HD]); // [B,G,S,Hkv,D] → [B,G·S,Hkv·D]
-    i64c(k('b_g_s_kv_d'), [0, G, -1, KV, HD]);
-  }
-  /** One layer's attention: q/k (rotated), v [B,S,·] in, [B,S,H·D] out; present.i.* written. */
-  const attend = (i: number, q: string, key: string, val: string, l: (x: string) => string): string => {
-    const past = [`past_key_values.${i}.key`, `past_key_values.${i}.value`];
-    const present = [`present.${i}.key`, `present.${i}.value`];
-    const scale = floatAttr(attention === 'ops' ? 'alpha' : 'scale', 1 / Math.sqrt(HD));
-    if (attention === 'gqa') {
-      N('GroupQueryAttention', [q, key, val, ...past, k('seqlens_k'), k('total')], [l('attn'), ...present], [intAttr('num_heads', NH), intAttr('kv_num_heads', KV), scale], MS);
+    add(c('inv_freq_thw'), FLOAT, [3, 1, 1, half], inv);
+    i64c(c('ax0'), [0]);
+    i64c(c('ax1'), [1]);
+    i64c(c('ax3'), [3]);
+    i64c(c('rows'), [-1, half]);
+    i64c(c('one'), [1], []);
+    i64c(c('zero'), [0], []);
+    i64c(c('end'), [2 ** 53]);
+    i64c(c('sh1'), [1]);
+    N('Cast', [io('position_ids')], [k('pos_f')], [intAttr('to', FLOAT)]);
+    N('Unsqueeze', [k('pos_f'), c('ax3')], [k('pos_u')]);
+    N('Mul', [k('pos_u'), c('inv_freq_thw')], [k('freq_thw')]);
+    N('ReduceSum', [k('freq_thw'), c('ax0')], [k('freq')], [intAttr('keepdims', 0)]);
+    N('Cos', [k('freq')], [k('cos_f')]);
+    N('Sin', [k('freq')], [k('sin_f')]);
+    N('Reshape', [k('cos_f'), c('rows')], [dt === FLOAT ? k('cos') : k('cos_r')]);
+    N('Reshape', [k('sin_f'), c('rows')], [dt === FLOAT ? k('sin') : k('sin_r')]);
+    if (dt === FLOAT16) {
+      N('Cast', [k('cos_r')], [k('cos')], [intAttr('to', FLOAT16)]);
+      N('Cast', [k('sin_r')], [k('sin')], [intAttr('to', FLOAT16)]);
+    }
+    // row ids b·S+s: [B,S] from inputs_embeds' shape
+    N('Shape', [io('inputs_embeds')], [k('bs')], [intAttr('end', 2)]);
+    N('ReduceProd', [k('bs')], [k('n')], [intAttr('keepdims', 0)]);
+    N('Range', [c('zero'), k('n'), c('one')], [k('rows_flat')]);
+    N('Reshape', [k('rows_flat'), k('bs')], [k('rot_pos')]);
+    // GroupQueryAttention: seqlens_k = per-row mask length − 1 (int32 [B]); total_sequence_length = mask width (int32)
+    N('ReduceSum', [io('attention_mask'), c('ax1')], [k('mask_len')], [intAttr('keepdims', 0)]);
+    N('Sub', [k('mask_len'), c('one')], [k('seqlens64')]);
+    N('Cast', [k('seqlens64')], [k('seqlens_k')], [intAttr('to', INT32)]);
+    N('Shape', [io('attention_mask')], [k('total64')], [intAttr('start', 1), intAttr('end', 2)]);
+    N('Cast', [k('total64')], [k('total_1')], [intAttr('to', INT32)]);
+    N('Squeeze', [k('total_1')], [k('total')]);
+    const G = NH / KV;
+    if (!Number.isInteger(G)) throw new Error(`config.json: ${NH} attention heads are not a multiple of ${KV} KV heads`);
+    if (attention !== 'gqa') {
+      // the causal mask over the grouped query rows r = g·S + s (s = r mod S): row r sees t ≤ T − S + s; [G·S, T]
+      const zeroOut = Buffer.alloc(dt === FLOAT ? 4 : 2);
+      const minusInf = Buffer.alloc(dt === FLOAT ? 4 : 2);
+      if (dt === FLOAT) minusInf.writeFloatLE(-Infinity);
+      else minusInf.writeUInt16LE(0xfc00);
+      add(c('mask_zero'), dt, [], zeroOut);
+      add(c('mask_inf'), dt, [], minusInf);
+      i64c(c('groups'), [G], []);
+      N('Shape', [io('inputs_embeds')], [k('s_1')], [intAttr('start', 1), intAttr('end', 2)]);
+      N('Squeeze', [k('s_1')], [k('s0')]);
+      N('Squeeze', [k('total64')], [k('t0')]);
+      N('Sub', [k('t0'), k('s0')], [k('p0')]);
+      N('Mul', [k('s0'), c('groups')], [k('gs0')]);
+      N('Range', [c('zero'), k('gs0'), c('one')], [k('row')]);
+      N('Mod', [k('row'), k('s0')], [k('row_s')]);
+      N('Add', [k('row_s'), k('p0')], [k('row_lim')]);
+      N('Unsqueeze', [k('row_lim'), c('ax1')], [k('row_lim2')]);
+      N('Range', [c('zero'), k('t0'), c('one')], [k('col')]);
+      N('Greater', [k('col'), k('row_lim2')], [k('masked')]);
+      N('Where', [k('masked'), c('mask_inf'), c('mask_zero')], [attention === 'mha' ? k('mask2') : k('mask')]);
+      if (attention === 'mha') {
+        i64c(c('ax01'), [0, 1]);
+        N('Unsqueeze', [k('mask2'), c('ax01')], [k('mask')]);
+      }
+      // static reshape targets (0 copies the input's dimension)
+      i64c(c('q5'), [0, 0, KV, G, HD]);
+      i64c(c('kv4'), [0, 0, KV, HD]);
+      i64c(c('bhsd'), [0, KV, -1, HD]); // [B,Hkv,G,S,D] → [B,Hkv,G·S,D]
+      i64c(c('bhgsd'), [0, KV, G, -1, HD]);
+      i64c(c('bsh'), [0, 0, -1]);
+      i64c(c('b_gs_h'), [0, -1, KV * HD]); // [B,G,S,Hkv,D] → [B,G·S,Hkv·D]
+      i64c(c('b_g_s_kv_d'), [0, G, -1, KV, HD]);
+    }
+    /** One layer's attention: q/k (rotated), v [B,S,·] in, [B,S,H·D] out; present.i.* written. */
+    const attend = (i: number, q: string, key: string, val: string, l: (x: string) => string): string => {
+      const past = [io(`past_key_values.${i}.key`), io(`past_key_values.${i}.value`)];
+      const present = [io(`present.${i}.key`), io(`present.${i}.value`)];
+      const scale = floatAttr(attention === 'ops' ? 'alpha' : 'scale', 1 / Math.sqrt(HD));
+      if (attention === 'gqa') {
+        N('GroupQueryAttention', [q, key, val, ...past, k('seqlens_k'), k('total')], [l('attn'), ...present], [intAttr('num_heads', NH), intAttr('kv_num_heads', KV), scale], MS);
+        return l('attn');
+      }
+      N('Reshape', [q, c('q5')], [l('q5')]);
+      if (attention === 'mha') {
+        // [B,S,Hkv,G,D] → [B,G,S,Hkv,D] → [B,G·S,Hkv·D]: MultiHeadAttention with Hkv heads over G·S query rows
+        N('Transpose', [l('q5')], [l('qt')], [intsAttr('perm', [0, 3, 1, 2, 4])]);
+        N('Reshape', [l('qt'), c('b_gs_h')], [l('qg')]);
+        N('MultiHeadAttention', [l('qg'), key, val, '', '', k('mask'), ...past], [l('ag'), ...present], [intAttr('num_heads', KV), scale], MS);
+        N('Reshape', [l('ag'), c('b_g_s_kv_d')], [l('a5')]);
+        N('Transpose', [l('a5')], [l('at')], [intsAttr('perm', [0, 2, 3, 1, 4])]);
+        N('Reshape', [l('at'), c('bsh')], [l('attn')]);
+        return l('attn');
+      }
+      // [B,S,Hkv,G,D] → [B,Hkv,G,S,D] → [B,Hkv,G·S,D]
+      N('Transpose', [l('q5')], [l('qt')], [intsAttr('perm', [0, 2, 3, 1, 4])]);
+      N('Reshape', [l('qt'), c('bhsd')], [l('qg')]);
+      for (const [j, x] of [key, val].entries()) {
+        N('Reshape', [x, c('kv4')], [l(`kv4_${j}`)]);
+        N('Transpose', [l(`kv4_${j}`)], [l(`kvt_${j}`)], [intsAttr('perm', [0, 2, 1, 3])]);
+        N('Concat', [past[j]!, l(`kvt_${j}`)], [present[j]!], [intAttr('axis', 2)]);
+      }
+      N('FusedMatMul', [l('qg'), present[0]!], [l('scores')], [intAttr('transB', 1), scale], MS);
+      N('Add', [l('scores'), k('mask')], [l('scores_m')]);
+      N('Softmax', [l('scores_m')], [l('probs')], [intAttr('axis', -1)]);
+      N('MatMul', [l('probs'), present[1]!], [l('ag')]);
+      N('Reshape', [l('ag'), c('bhgsd')], [l('a5')]);
+      N('Transpose', [l('a5')], [l('at')], [intsAttr('perm', [0, 3, 1, 2, 4])]);
+      N('Reshape', [l('at'), c('bsh')], [l('attn')]);
       return l('attn');
+    };
+
+    const eps = floatAttr('epsilon', cfg.eps);
+    let resid = io('inputs_embeds');
+    let pending = ''; // the last block's output, still to be added to resid
+    for (let i = 0; i < L; i++) {
+      const [q, kk, v, o, gate, up, down] = mm.slice(7 * i, 7 * i + 7) as [GNode, GNode, GNode, GNode, GNode, GNode, GNode];
+      expect(weight(q), [H, NH * HD], `layer ${i} q_proj`);
+      expect(weight(kk), [H, KV * HD], `layer ${i} k_proj`);
+      expect(weight(v), [H, KV * HD], `layer ${i} v_proj`);
+      expect(weight(o), [NH * HD, H], `layer ${i} o_proj`);
+      expect(weight(gate), [H, I], `layer ${i} gate_proj`);
+      expect(weight(up), [H, I], `layer ${i} up_proj`);
+      expect(weight(down), [I, H], `layer ${i} down_proj`);
+      const l = (x: string) => k(`l${i}/${x}`);
+      if (i === 0) {
+        N('SimplifiedLayerNormalization', [resid, use(norms[0]!)], [l('h')], [eps, intAttr('axis', -1), intAttr('stash_type', 1)]);
+      } else {
+        N('SkipSimplifiedLayerNormalization', [pending, resid, use(norms[2 * i]!)], [l('h'), '', '', l('x')], [eps], MS);
+        resid = l('x');
+      }
+      const proj = (m: GNode, name: string, width: number) => {
+        const b = bias(m, width, `layer ${i} ${name}`);
+        N('MatMul', [l('h'), use(weight(m))], [b ? l(`${name}_mm`) : l(name)]);
+        if (b) N('Add', [l(`${name}_mm`), use(b)], [l(name)]);
+        return l(name);
+      };
+      const qo = proj(q, 'q', NH * HD);
+      const ko = proj(kk, 'k', KV * HD);
+      const vo = proj(v, 'v', KV * HD);
+      N('RotaryEmbedding', [qo, k('rot_pos'), k('cos'), k('sin')], [l('q_rot')], [intAttr('interleaved', 0)], MS);
+      N('RotaryEmbedding', [ko, k('rot_pos'), k('cos'), k('sin')], [l('k_rot')], [intAttr('interleaved', 0)], MS);
+      N('MatMul', [attend(i, l('q_rot'), l('k_rot'), vo, l), use(weight(o))], [l('o')]);
+      N('SkipSimplifiedLayerNormalization', [l('o'), resid, use(norms[2 * i + 1]!)], [l('h2'), '', '', l('x2')], [eps], MS);
+      resid = l('x2');
+      N('MatMul', [l('h2'), use(weight(gate))], [l('gate')]);
+      N('MatMul', [l('h2'), use(weight(up))], [l('up')]);
+      N('Sigmoid', [l('gate')], [l('sig')]);
+      N('Mul', [l('gate'), l('sig')], [l('silu')]);
+      N('Mul', [l('silu'), l('up')], [l('act')]);
+      N('MatMul', [l('act'), use(weight(down))], [l('down')]);
+      pending = l('down');
     }
-    N('Reshape', [q, k('q5')], [l('q5')]);
-    if (attention === 'mha') {
-      // [B,S,Hkv,G,D] → [B,G,S,Hkv,D] → [B,G·S,Hkv·D]: MultiHeadAttention with Hkv heads over G·S query rows
-      N('Transpose', [l('q5')], [l('qt')], [intsAttr('perm', [0, 3, 1, 2, 4])]);
-      N('Reshape', [l('qt'), k('b_gs_h')], [l('qg')]);
-      N('MultiHeadAttention', [l('qg'), key, val, '', '', k('mask'), ...past], [l('ag'), ...present], [intAttr('num_heads', KV), scale], MS);
-      N('Reshape', [l('ag'), k('b_g_s_kv_d')], [l('a5')]);
-      N('Transpose', [l('a5')], [l('at')], [intsAttr('perm', [0, 2, 3, 1, 4])]);
-      N('Reshape', [l('at'), k('bsh')], [l('attn')]);
-      return l('attn');
+    const head = mm[7 * L]!;
+    expect(weight(head), [H, V], 'lm_head');
+    N('SkipSimplifiedLayerNormalization', [pending, resid, use(norms[2 * L]!)], [k('hn')], [eps], MS);
+    let last = k('hn');
+    if (keepInput) {
+      // keep the last K positions (K = 0: all): Slice from −K, and −0 = 0 is the whole sequence
+      N('Reshape', [io('num_logits_to_keep'), c('sh1')], [k('keep1')]);
+      N('Neg', [k('keep1')], [k('keep_start')]);
+      N('Slice', [k('hn'), k('keep_start'), c('end'), c('ax1')], [k('hn_keep')]);
+      last = k('hn_keep');
     }
-    // [B,S,Hkv,G,D] → [B,Hkv,G,S,D] → [B,Hkv,G·S,D]
-    N('Transpose', [l('q5')], [l('qt')], [intsAttr('perm', [0, 2, 3, 1, 4])]);
-    N('Reshape', [l('qt'), k('bhsd')], [l('qg')]);
-    for (const [j, x] of [key, val].entries()) {
-      N('Reshape', [x, k('kv4')], [l(`kv4_${j}`)]);
-      N('Transpose', [l(`kv4_${j}`)], [l(`kvt_${j}`)], [intsAttr('perm', [0, 2, 1, 3])]);
-      N('Concat', [past[j]!, l(`kvt_${j}`)], [present[j]!], [intAttr('axis', 2)]);
-    }
-    N('FusedMatMul', [l('qg'), present[0]!], [l('scores')], [intAttr('transB', 1), scale], MS);
-    N('Add', [l('scores'), k('mask')], [l('scores_m')]);
-    N('Softmax', [l('scores_m')], [l('probs')], [intAttr('axis', -1)]);
-    N('MatMul', [l('probs'), present[1]!], [l('ag')]);
-    N('Reshape', [l('ag'), k('bhgsd')], [l('a5')]);
-    N('Transpose', [l('a5')], [l('at')], [intsAttr('perm', [0, 3, 1, 2, 4])]);
-    N('Reshape', [l('at'), k('bsh')], [l('attn')]);
-    return l('attn');
+    N('MatMul', [last, use(weight(head))], [dt === FLOAT ? io('logits') : k('logits16')]);
+    if (dt === FLOAT16) N('Cast', [k('logits16')], [io('logits')], [intAttr('to', FLOAT)]);
+    return out;
   };
 
-  const eps = floatAttr('epsilon', cfg.eps);
-  let resid = 'inputs_embeds';
-  let pending = ''; // the last block's output, still to be added to resid
-  for (let i = 0; i < L; i++) {
-    const [q, kk, v, o, gate, up, down] = mm.slice(7 * i, 7 * i + 7) as [GNode, GNode, GNode, GNode, GNode, GNode, GNode];
-    expect(weight(q), [H, NH * HD], `layer ${i} q_proj`);
-    expect(weight(kk), [H, KV * HD], `layer ${i} k_proj`);
-    expect(weight(v), [H, KV * HD], `layer ${i} v_proj`);
-    expect(weight(o), [NH * HD, H], `layer ${i} o_proj`);
-    expect(weight(gate), [H, I], `layer ${i} gate_proj`);
-    expect(weight(up), [H, I], `layer ${i} up_proj`);
-    expect(weight(down), [I, H], `layer ${i} down_proj`);
-    const l = (x: string) => k(`l${i}/${x}`);
-    if (i === 0) {
-      N('SimplifiedLayerNormalization', [resid, use(norms[0]!)], [l('h')], [eps, intAttr('axis', -1), intAttr('stash_type', 1)]);
-    } else {
-      N('SkipSimplifiedLayerNormalization', [pending, resid, use(norms[2 * i]!)], [l('h'), '', '', l('x')], [eps], MS);
-      resid = l('x');
-    }
-    const proj = (m: GNode, name: string, width: number) => {
-      const b = bias(m, width, `layer ${i} ${name}`);
-      N('MatMul', [l('h'), use(weight(m))], [b ? l(`${name}_mm`) : l(name)]);
-      if (b) N('Add', [l(`${name}_mm`), use(b)], [l(name)]);
-      return l(name);
-    };
-    const qo = proj(q, 'q', NH * HD);
-    const ko = proj(kk, 'k', KV * HD);
-    const vo = proj(v, 'v', KV * HD);
-    N('RotaryEmbedding', [qo, k('rot_pos'), k('cos'), k('sin')], [l('q_rot')], [intAttr('interleaved', 0)], MS);
-    N('RotaryEmbedding', [ko, k('rot_pos'), k('cos'), k('sin')], [l('k_rot')], [intAttr('interleaved', 0)], MS);
-    N('MatMul', [attend(i, l('q_rot'), l('k_rot'), vo, l), use(weight(o))], [l('o')]);
-    N('SkipSimplifiedLayerNormalization', [l('o'), resid, use(norms[2 * i + 1]!)], [l('h2'), '', '', l('x2')], [eps], MS);
-    resid = l('x2');
-    N('MatMul', [l('h2'), use(weight(gate))], [l('gate')]);
-    N('MatMul', [l('h2'), use(weight(up))], [l('up')]);
-    N('Sigmoid', [l('gate')], [l('sig')]);
-    N('Mul', [l('gate'), l('sig')], [l('silu')]);
-    N('Mul', [l('silu'), l('up')], [l('act')]);
-    N('MatMul', [l('act'), use(weight(down))], [l('down')]);
-    pending = l('down');
-  }
-  const head = mm[7 * L]!;
-  expect(weight(head), [H, V], 'lm_head');
-  N('SkipSimplifiedLayerNormalization', [pending, resid, use(norms[2 * L]!)], [k('hn')], [eps], MS);
-  let last = k('hn');
-  if (keepInput) {
-    // keep the last K positions (K = 0: all): Slice from −K, and −0 = 0 is the whole sequence
-    N('Reshape', ['num_logits_to_keep', k('sh1')], [k('keep1')]);
-    N('Neg', [k('keep1')], [k('keep_start')]);
-    N('Slice', [k('hn'), k('keep_start'), k('end'), k('ax1')], [k('hn_keep')]);
-    last = k('hn_keep');
-  }
-  N('MatMul', [last, use(weight(head))], [dt === FLOAT ? 'logits' : k('logits16')]);
-  if (dt === FLOAT16) N('Cast', [k('logits16')], ['logits'], [intAttr('to', FLOAT)]);
-
-  const initBytes = [...used.values()].map((w) => ld(5, w.bytes));
-  const graph = msg(...out, str(2, 'loupe_fused_decoder'), ...initBytes, ...extraInits, ...inputs, ...outputs);
-  // ModelProto: ir_version (1) from the original, producer (2), opset_import (8): ai.onnx 18 and com.microsoft 1
+  const initBytes = () => [...used.values()].map((w) => ld(5, w.bytes));
   const ir = top.find((f) => f.no === 1 && f.wire === 0)?.value ?? 8;
   const opset = (domain: string, v: number) => ld(8, msg(...(domain ? [str(1, domain)] : []), vi(2, v)));
-  const bytes = msg(vi(1, ir), str(2, 'loupe'), ld(7, graph), opset('', 18), opset(MS, 1));
-  const externalData = [...used.values()].some((w) => fields(w.bytes).some((f) => f.no === 13));
-  return { bytes, info: { layers: L, nodesBefore: nodes.length, nodesAfter: out.length, dtype: dt === FLOAT ? 'float32' : 'float16', externalData, attention } };
+  const model_ = (graph: Uint8Array) => msg(vi(1, ir), str(2, 'loupe'), ld(7, graph), opset('', 18), opset(MS, 1));
+  const externalData = () => [...used.values()].some((w) => fields(w.bytes).some((f) => f.no === 13));
+  const dtype = dt === FLOAT ? 'float32' : 'float16';
+
+  if (!opts.decodeLoop) {
+    const out = emit('fused/');
+    const graph = msg(...out, str(2, 'loupe_fused_decoder'), ...initBytes(), ...extraInits.values(), ...inputs, ...outputs);
+    return { bytes: model_(graph), info: { layers: L, nodesBefore: nodes.length, nodesAfter: out.length, dtype, externalData: externalData(), attention, decodeLoop: false } };
+  }
+
+  // ---- the decode loop: after the forward pass on the given inputs, `steps` greedy tokens inside one run
+  const emb = embedWeight(opts.decodeLoop, V, H);
+  const embName = c('embed_tokens.weight');
+  extraInits.set(embName, ld(5, renameTensor(emb.bytes, embName)));
+  const main: Uint8Array[] = [];
+  const M = (op: string, ins: string[], outs: string[], attrs: Uint8Array[] = [], domain = '') => main.push(node(op, `fused/next/${op}_${main.length}`, ins, outs, attrs, domain));
+  const fwd = (x: string) => (x.startsWith('present.') ? `fused/fwd/${x}` : x);
+  main.push(...emit('fused/', fwd));
+  i64c(c('last'), [-1], []);
+  i64c(c('one11'), [1], [1, 1]);
+  i64c(c('one111'), [1, 1, 1]);
+  i64c(c('three11'), [3, 1, 1]);
+  i64c(c('flat'), [-1]);
+  if (keepInput) i64c(c('keep_one'), [1], []);
+  add(c('true'), BOOL, [], Buffer.from([1]));
+  // the next token (argmax of the last position), its position (the last position + 1), the mask after it is fed
+  M('Gather', ['logits', c('last')], ['fused/next/last_logits'], [intAttr('axis', 1)]);
+  M('ArgMax', ['fused/next/last_logits'], ['fused/next/t0'], [intAttr('axis', -1), intAttr('keepdims', 1)]);
+  M('Gather', ['position_ids', c('zero')], ['fused/next/pos_t'], [intAttr('axis', 0)]);
+  M('Gather', ['fused/next/pos_t', c('last')], ['fused/next/pos_last'], [intAttr('axis', 1)]);
+  M('Add', ['fused/next/pos_last', c('one')], ['fused/next/pos0']);
+  M('Concat', ['attention_mask', c('one11')], ['fused/next/mask0'], [intAttr('axis', 1)]);
+
+  // the body: feed `token` at `pos`, return the argmax as the next token (also scanned out)
+  const body: Uint8Array[] = [];
+  const B = (op: string, ins: string[], outs: string[], attrs: Uint8Array[] = []) => body.push(node(op, `loop/${op}_${body.length}`, ins, outs, attrs));
+  const past = (i: number, t: string) => `past_key_values.${i}.${t}`;
+  const pres = (i: number, t: string) => `present.${i}.${t}`;
+  const loopIo = (x: string) => (x === 'num_logits_to_keep' ? c('keep_one') : `loop/${x}`);
+  if (emb.dataType === dt) B('Gather', [embName, 'loop/token'], ['loop/inputs_embeds'], [intAttr('axis', 0)]);
+  else {
+    B('Gather', [embName, 'loop/token'], ['loop/embeds_raw'], [intAttr('axis', 0)]);
+    B('Cast', ['loop/embeds_raw'], ['loop/inputs_embeds'], [intAttr('to', dt)]);
+  }
+  B('Reshape', ['loop/pos', c('one111')], ['loop/pos111']);
+  B('Expand', ['loop/pos111', c('three11')], ['loop/position_ids']);
+  body.push(...emit('loop/', loopIo));
+  B('ArgMax', ['loop/logits'], ['loop/next'], [intAttr('axis', -1), intAttr('keepdims', 0)]);
+  B('Add', ['loop/pos', c('one')], ['loop/pos_next']);
+  B('Concat', ['loop/attention_mask', c('one11')], ['loop/mask_next'], [intAttr('axis', 1)]);
+  B('Identity', ['loop/cond'], ['loop/cond_out']);
+  B('Identity', ['loop/next'], ['loop/next_scan']);
+  const kv = (i: number, t: string, name: string) => valueInfo(name, dt, [1, KV, `${t}_len`, HD]);
+  const layersKv = <T,>(f: (i: number, t: string) => T): T[] => Array.from({ length: L }, (_, i) => ['key', 'value'].map((t) => f(i, t))).flat();
+  const bodyGraph = msg(
+    ...body,
+    str(2, 'loupe_decode_loop_body'),
+    ld(11, valueInfo('loop/iter', INT64, [])),
+    ld(11, valueInfo('loop/cond', BOOL, [])),
+    ld(11, valueInfo('loop/token', INT64, [1, 1])),
+    ld(11, valueInfo('loop/pos', INT64, [1])),
+    ld(11, valueInfo('loop/attention_mask', INT64, [1, 'total'])),
+    ...layersKv((i, t) => ld(11, kv(i, 'past', `loop/${past(i, t)}`))),
+    ld(12, valueInfo('loop/cond_out', BOOL, [])),
+    ld(12, valueInfo('loop/next', INT64, [1, 1])),
+    ld(12, valueInfo('loop/pos_next', INT64, [1])),
+    ld(12, valueInfo('loop/mask_next', INT64, [1, 'total_next'])),
+    ...layersKv((i, t) => ld(12, kv(i, 'present', `loop/${pres(i, t)}`))),
+    ld(12, valueInfo('loop/next_scan', INT64, [1, 1])),
+  );
+  M(
+    'Loop',
+    ['steps', c('true'), 'fused/next/t0', 'fused/next/pos0', 'fused/next/mask0', ...layersKv((i, t) => `fused/fwd/${pres(i, t)}`)],
+    ['fused/next/last_token', 'fused/next/last_pos', 'fused/next/last_mask', ...layersKv(pres), 'fused/next/scan'],
+    [ld(5, msg(str(1, 'body'), ld(6, bodyGraph), vi(20, 5)))],
+  );
+  M('Reshape', ['fused/next/t0', c('flat')], ['fused/next/t0_flat']);
+  M('Reshape', ['fused/next/scan', c('flat')], ['fused/next/scan_flat']);
+  M('Concat', ['fused/next/t0_flat', 'fused/next/scan_flat'], ['tokens'], [intAttr('axis', 0)]);
+  const graph = msg(
+    ...main,
+    str(2, 'loupe_fused_decoder_loop'),
+    ...initBytes(),
+    ...extraInits.values(),
+    ...inputs,
+    ld(11, valueInfo('steps', INT64, [])),
+    ...outputs,
+    ld(12, valueInfo('tokens', INT64, ['tokens'])),
+  );
+  return { bytes: model_(graph), info: { layers: L, nodesBefore: nodes.length, nodesAfter: main.length, dtype, externalData: externalData(), attention, decodeLoop: true } };
 }
 
-/** Writes `dst` (atomically) as the fused decoder of `src`; `config` is the model folder's config.json. */
-export async function writeFusedDecoder(src: string, dst: string, config: Record<string, unknown>, attention: FusedAttention = 'ops'): Promise<FusedGraphInfo> {
-  const { bytes, info } = fuseDecoder(await readFile(src), textConfig(config), attention);
+
+/**
+ * Writes `dst` (atomically) as the fused decoder of `src`; `config` is the model folder's config.json; `embed`: the
+ * embed_tokens model file of the same dtype, for a decoder with the decode loop (FuseOptions.decodeLoop).
+ */
+export async function writeFusedDecoder(src: string, dst: string, config: Record<string, unknown>, attention: FusedAttention = 'ops', embed?: string): Promise<FusedGraphInfo> {
+  const { bytes, info } = fuseDecoder(await readFile(src), textConfig(config), attention, embed ? { decodeLoop: await readFile(embed) } : {});
   const tmp = `${dst}.tmp-${process.pid}`;
   await writeFile(tmp, bytes);
   await rename(tmp, dst);
@@ -417,16 +571,19 @@ export async function writeFusedDecoder(src: string, dst: string, config: Record
 
 /**
  * Adds a fused decoder beside every float decoder in a model folder (`onnx/decoder_model_merged{suffix}.onnx` →
- * `onnx/decoder_model_merged_fused{suffix}.onnx`, for fp32 and fp16; quantized ones are left as they are).
+ * `onnx/decoder_model_merged_fused{suffix}.onnx`, for fp32 and fp16; quantized ones are left as they are). With
+ * `decodeLoop`, each also runs greedy steps in one run (FuseOptions.decodeLoop), from `onnx/embed_tokens{suffix}.onnx`.
  */
-export async function addFusedDecoders(modelDir: string, attention: FusedAttention = 'ops'): Promise<Array<{ file: string; bytes: number } & FusedGraphInfo>> {
+export async function addFusedDecoders(modelDir: string, attention: FusedAttention = 'ops', decodeLoop = false): Promise<Array<{ file: string; bytes: number } & FusedGraphInfo>> {
   const { config: cfg, onnxDir, names } = await readModelFolder(modelDir);
   const src = names.filter((n) => /^decoder_model_merged(_fp16)?\.onnx$/.test(n));
   if (!src.length) throw new Error(`${onnxDir}: no float32 or float16 decoder (decoder_model_merged.onnx or decoder_model_merged_fp16.onnx)`);
   const out: Array<{ file: string; bytes: number } & FusedGraphInfo> = [];
   for (const n of src.sort()) {
     const dst = path.join(onnxDir, n.replace('decoder_model_merged', FUSED_DECODER));
-    const info = await writeFusedDecoder(path.join(onnxDir, n), dst, cfg, attention);
+    const embed = n.replace('decoder_model_merged', 'embed_tokens');
+    if (decodeLoop && !names.includes(embed)) throw new Error(`${onnxDir}: no ${embed} beside ${n} (the decode loop embeds its tokens with the same table)`);
+    const info = await writeFusedDecoder(path.join(onnxDir, n), dst, cfg, attention, decodeLoop ? path.join(onnxDir, embed) : undefined);
     out.push({ file: path.relative(modelDir, dst), bytes: (await stat(dst)).size, ...info });
   }
   return out;

@@ -120,6 +120,39 @@ const ones = (n: number) => new Tensor('int64', new BigInt64Array(n).fill(1n), [
 /** Embedding tables up to this many floats are read once and looked up in JS (a session run per token costs more). */
 const EMBED_TABLE_MAX_FLOATS = 16 * 2 ** 20;
 
+/**
+ * Greedy tokens a decode-loop run computes ahead (FuseOptions.decodeLoop): the first run of a turn takes 8, each next
+ * one twice as many up to 32. A turn that stops early (end of turn, a stop string) wastes at most that many steps; a
+ * longer one pays the host copies of the KV cache once per run instead of once per token.
+ */
+const LOOP_CHUNK_FIRST = 8;
+const LOOP_CHUNK_MAX = 32;
+
+/**
+ * The fused decoder with the decode loop, as transformers.js sees it: without the `steps` input (fed 0: a plain
+ * forward pass) and the `tokens` output, so `model.forward` runs it as it runs any decoder.
+ */
+function withoutSteps(s: onnxruntime.InferenceSession): onnxruntime.InferenceSession {
+  const zero = new onnxruntime.Tensor('int64', [0n], []);
+  return new Proxy(s, {
+    get(t, key) {
+      if (key === 'inputNames') return t.inputNames.filter((n) => n !== 'steps');
+      if (key === 'outputNames') return t.outputNames.filter((n) => n !== 'tokens');
+      if (key === 'inputMetadata') return t.inputMetadata.filter((m) => m.name !== 'steps');
+      if (key === 'outputMetadata') return t.outputMetadata.filter((m) => m.name !== 'tokens');
+      if (key === 'run') {
+        return async (feeds: Record<string, unknown>, ...rest: unknown[]) => {
+          const out = await (t.run as (...a: unknown[]) => Promise<Record<string, unknown>>)({ ...feeds, steps: zero }, ...rest);
+          delete out['tokens'];
+          return out;
+        };
+      }
+      const v = Reflect.get(t, key, t) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+    },
+  });
+}
+
 export class QwenVLRuntime {
   private cache: KvState | null = null;
   /**
@@ -133,6 +166,8 @@ export class QwenVLRuntime {
   private kvReuse: 'on' | 'off' = 'on';
   private readonly arena = { kv: new Map<string, [KvArray, KvArray]>(), logits: new Float32Array(0), mask: new BigInt64Array(0) };
   private queue: Promise<unknown> = Promise.resolve();
+  /** The fused decoder with the decode loop (`loupe convert --fused --decode-loop`), run directly for greedy turns. */
+  private loopSession: onnxruntime.InferenceSession | null = null;
   /** The analysis decoder (attention outputs), opened on the first attention request only. */
   private attnSession: Promise<onnxruntime.InferenceSession> | null = null;
 
@@ -226,7 +261,7 @@ export class QwenVLRuntime {
     if (wantDecoder === 'fused' && !haveFused) {
       throw new EngineError('model_folder', `${dir}: no fused decoder (onnx/${path.basename(fusedFile)}); add one with \`loupe convert --fused ${dir}\``);
     }
-    const loaded: { decoder: 'fused' | 'exported' } = { decoder: 'exported' };
+    const loaded: { decoder: 'fused' | 'exported'; loop: onnxruntime.InferenceSession | null } = { decoder: 'exported', loop: null };
     const tryLoad = async (device: EngineDevice): Promise<QwenModel> => {
       const m = (await AutoModelForImageTextToText.from_pretrained(dir, {
         device,
@@ -234,12 +269,17 @@ export class QwenVLRuntime {
         ...(Object.keys(sessionOptions).length ? { session_options: sessionOptions } : {}),
       })) as unknown as QwenModel;
       loaded.decoder = 'exported';
+      loaded.loop = null;
       if (wantDecoder === 'fused' || (wantDecoder === 'auto' && haveFused && device === 'cuda')) {
         const exported = m.sessions['decoder_model_merged'] as unknown as { release?: () => Promise<void> } | undefined;
-        m.sessions['decoder_model_merged'] = (await onnxruntime.InferenceSession.create(fusedFile, {
+        const fused = await onnxruntime.InferenceSession.create(fusedFile, {
           executionProviders: [device] as never,
           ...sessionOptions,
-        })) as never;
+        });
+        // a fused decoder with the decode loop: transformers.js runs its plain forward pass (steps = 0), greedy turns
+        // run it directly (decodeLoop)
+        if (fused.inputNames.includes('steps') && fused.outputNames.includes('tokens')) loaded.loop = fused;
+        m.sessions['decoder_model_merged'] = (loaded.loop ? withoutSteps(fused) : fused) as never;
         await exported?.release?.();
         loaded.decoder = 'fused';
       }
@@ -278,10 +318,12 @@ export class QwenVLRuntime {
       dtype,
       threads,
       ...(loaded.decoder === 'fused' ? { decoder: loaded.decoder } : {}),
+      ...(loaded.loop ? { decodeLoop: true } : {}),
       ...(fallbackReason ? { requestedDevice: requested, fallbackReason, ...(fallbackDetails ? { fallbackDetails } : {}) } : {}),
     };
     if (device === 'cpu') await matmulPatchEmbed(model, processor.image_processor, dir, dtype, sessionOptions);
     const rt = new QwenVLRuntime(processor, model, info, opts.kvCache ?? true, eos);
+    rt.loopSession = loaded.loop;
     await rt.tableEmbeddings(model.config.text_config?.vocab_size);
     return rt;
   }
@@ -429,14 +471,35 @@ export class QwenVLRuntime {
     let text = '';
     let finish: GenerateResult['finishReason'] = 'length';
     const stream = req.stream !== false && hooks.onToken;
+    // Greedy turns on a decoder with the decode loop: each run also computes the next tokens on the device (`ahead`:
+    // the argmax of its logits, then one token a step); they are taken one by one below, exactly as if sampled here.
+    let loop = this.loopSession !== null && !(req.temperature > 0) && !hooks.onLogits;
+    let chunk = LOOP_CHUNK_FIRST;
+    let ahead: { tokens: number[]; fed: number } | null = null;
+    let pending: number[] = [];
     for (;;) {
-      const logits = out.logits!;
-      const [, S, V] = logits.dims as [number, number, number];
       if (req.maxTokens <= 0) break;
-      hooks.onLogits?.((logits.data as Float32Array).subarray((S - 1) * V, S * V));
-      const tok = sampleToken(logits.data as Float32Array, (S - 1) * V, V, req, rand);
+      let tok: number;
+      if (pending.length) tok = pending.shift()!;
+      else {
+        const logits = out.logits!;
+        const [, S, V] = logits.dims as [number, number, number];
+        hooks.onLogits?.((logits.data as Float32Array).subarray((S - 1) * V, S * V));
+        tok = sampleToken(logits.data as Float32Array, (S - 1) * V, V, req, rand);
+        past = presentToPast(out);
+        if (ahead) {
+          if (ahead.tokens[0] === tok) pending = ahead.tokens.slice(1);
+          else {
+            // the device's argmax chose another of tied logits: keep the KV of the tokens fed before its steps
+            // and decode step by step from here
+            const keep = ahead.fed;
+            past = Object.fromEntries(Object.entries(past).map(([k, v]) => [k, v.dims[2] === keep ? v : v.slice(null, null, [0, keep], null)]));
+            loop = false;
+          }
+          ahead = null;
+        }
+      }
       generated.push(tok);
-      past = presentToPast(out);
       if (this.eos.has(tok)) {
         finish = 'stop';
         text = this.tokenizer.decode(generated, { skip_special_tokens: true });
@@ -461,8 +524,18 @@ export class QwenVLRuntime {
         finish = 'cancelled';
         break;
       }
+      if (pending.length) continue; // the next token is known already
+      if (!past) throw new EngineError('load', 'decode: no KV cache after the prefill');
       const n = L + generated.length; // tokens whose KV will exist after this step
       const p = L + generated.length - 1 + delta;
+      const steps = loop ? Math.min(chunk, req.maxTokens - generated.length - 1) : 0;
+      if (steps > 0) {
+        const r = await this.decodeLoop(tok, n, p, past, steps);
+        out = r.out;
+        ahead = { tokens: r.tokens, fed: n };
+        chunk = Math.min(chunk * 2, LOOP_CHUNK_MAX);
+        continue;
+      }
       out = (await this.decodeStep(tok, n, p, past)) ?? (await this.model.forward({
         input_ids: i64([tok], [1, 1]),
         attention_mask: ones(n),
@@ -578,6 +651,39 @@ export class QwenVLRuntime {
     }
     freeNow(spare);
     return out;
+  }
+
+  /**
+   * One run of the decode loop (FuseOptions.decodeLoop): feeds `tok` at position `p` on `past` (n − 1 tokens), then
+   * `steps` greedy tokens on the device. Returns the run's outputs (logits of `tok`'s step; present KV of every token
+   * fed) and its `tokens` (the argmax of those logits, then one a step; the last one not fed).
+   */
+  private async decodeLoop(tok: number, n: number, p: number, past: Record<string, AnyTensor>, steps: number): Promise<{ out: Record<string, AnyTensor>; tokens: number[] }> {
+    const session = this.loopSession!;
+    const embeds = await this.model.encode_text({ input_ids: i64([tok], [1, 1]) });
+    const feeds: Record<string, unknown> = {
+      inputs_embeds: ort(embeds),
+      attention_mask: ort(ones(n)),
+      position_ids: ort(i64([p, p, p], [3, 1, 1])),
+      steps: new onnxruntime.Tensor('int64', [BigInt(steps)], []),
+    };
+    if (session.inputNames.includes('num_logits_to_keep')) feeds['num_logits_to_keep'] = ort(new Tensor('int64', [1n], []));
+    for (const [k, v] of Object.entries(past)) feeds[k] = ort(v);
+    let res: Record<string, unknown>;
+    try {
+      res = await session.run(feeds as never);
+    } catch (e) {
+      throw new EngineError('load', `decode failed: ${(e as Error).message}`, { cause: e });
+    }
+    const out: Record<string, AnyTensor> = {};
+    let tokens: number[] = [];
+    for (const [k, v] of Object.entries(res)) {
+      const r = v as { type: string; data: Float32Array | BigInt64Array; dims: number[] };
+      if (k === 'tokens') tokens = Array.from(r.data as BigInt64Array, Number);
+      else out[k] = new Tensor(r.type as 'float32', r.data as Float32Array, r.dims);
+    }
+    if (tokens.length !== steps + 1) throw new EngineError('load', `decode loop returned ${tokens.length} tokens for ${steps} steps`);
+    return { out, tokens };
   }
 
   /** Attention maps for one turn (see Engine.attention); queued like generate, and leaves the generation cache alone. */
@@ -723,6 +829,7 @@ export class QwenVLRuntime {
   async dispose(): Promise<void> {
     this.cache = null;
     this.head = null;
+    this.loopSession = null; // the same session as the model's decoder: released with it
     const attn = this.attnSession;
     this.attnSession = null;
     await attn?.then((s) => s.release()).catch(() => undefined);

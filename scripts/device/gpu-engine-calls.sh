@@ -27,9 +27,13 @@
 #             decoder and PyTorch eager/sdpa on the random 7B in one call, each engine run warmed up with WARMUP
 #             (default 128) tokens; logits of each variant against the exported decoder's
 #   attn7b-check  one variant (ATTN, default ops): an onnxruntime profile, its logits against PyTorch fp32
+#   loop7b    issue #25's decode loop on the random 7B, fp16, one call: `convert --fused` (ops attention) with and without
+#             --decode-loop, the two interleaved over two rounds (WARMUP tokens first, default 128), their greedy tokens
+#             compared, an onnxruntime profile of the loop, then PyTorch eager/sdpa on the same card
+#   loop05    the same pair on the random 0.5B (fp16) beside the exported decoder: the 0.5B before/after
 #   status    what the detached jobs have done so far
 set -uo pipefail
-step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|status}
+step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|loop7b|loop05|status}
 C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=/tmp/wt R=/tmp/r
 OUT=${OUT:-/tmp/out}
 mkdir -p "$R" "$OUT"
@@ -230,6 +234,42 @@ for s in json.load(open(sys.argv[1] + "/ort-profile-7b-cuda-fp16-fused-" + sys.a
 PY
   (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b-$a.f32" --onnx-bench "$R/engine-bench-7b-cuda-fp16-fused-$a.json" \
     --report "$OUT/logits-7b-fused-$a.json" 2>&1 | tail -8)
+  ;;
+loop7b|loop05)
+  node_env
+  if [ "$step" = loop7b ]; then size=7b M=/tmp/random-7b rc=7b.rc; else size=0.5b M=/tmp/random-0.5b rc=05b.rc; fi
+  [ -f "$R/$rc" ] || { echo "the $size export is not done yet"; exit 1; }
+  B=$(bw) W=${WARMUP:-128} O=$M/onnx F=decoder_model_merged_fused_fp16.onnx
+  # both fused graphs beside the exported decoder (they read its weights from its data file); the runtime opens $F
+  "$NP/node" "$NP/loupe.mjs" convert --fused $M && mv "$O/$F" "$O/fused-plain.onnx" || exit 1
+  "$NP/node" "$NP/loupe.mjs" convert --fused --decode-loop $M && mv "$O/$F" "$O/fused-loop.onnx" || exit 1
+  variants="plain loop"; [ "$step" = loop05 ] && variants="exported plain loop"
+  for r in 1 2; do
+    for v in $variants; do
+      dec=fused; [ "$v" = exported ] && dec=exported
+      [ "$v" != exported ] && ln -sf "fused-$v.onnx" "$O/$F"
+      "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder $dec --new-tokens 128 --warmup-tokens "$W" --bandwidth-gbs "$B" \
+        --json "$OUT/engine-bench-$size-cuda-fp16-$v-r$r.json" > /dev/null 2> "$R/$size-$v.err" || tail -5 "$R/$size-$v.err"
+    done
+  done
+  if [ "$step" = loop7b ]; then
+    ln -sf fused-loop.onnx "$O/$F"
+    rm -rf "$R/prof-loop" && mkdir -p "$R/prof-loop"
+    LOUPE_ORT_PROFILE="$R/prof-loop/ort" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 32 --runs 1 \
+      --json "$R/prof-loop/bench.json" > /dev/null 2> "$R/prof-loop.err" || tail -5 "$R/prof-loop.err"
+    python3 "$WT/models/ort_profile_summary.py" "$R"/prof-loop/ort_*.json --out "$OUT/ort-profile-7b-cuda-fp16-fused-loop.json" > /dev/null 2>&1 || echo "profile summary failed"
+    (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --no-export --report "$OUT/gpu-bench-7b-beside-loop.json" 2>&1 | grep -E "PyTorch|bound|bandwidth")
+  fi
+  python3 - "$OUT" "$size" <<'PY'
+import glob, json, sys
+runs = {}
+for f in sorted(glob.glob(sys.argv[1] + "/engine-bench-" + sys.argv[2] + "-cuda-fp16-*-r*.json")):
+    d = json.load(open(f))
+    runs[f.split("/")[-1]] = d["greedy_tokens"]
+    print(f.split("/")[-1], {k: d.get(k) for k in ("decoder", "load_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_runs", "warmup_decode_tok_s", "bound_tok_s", "fraction_of_bound")}, d["greedy_tokens"][:8])
+toks = list(runs.values())
+print("greedy tokens equal across all runs:", all(t == toks[0] for t in toks), len(toks[0]) if toks else 0)
+PY
   ;;
 status)
   for f in "$R"/*.log; do echo "== $f"; tail -4 "$f"; done; ls "$R"

@@ -221,3 +221,156 @@ describe('loupe convert --fused', () => {
     expect(none.stderr).toMatch(/convert --fused: .*cannot read config\.json/);
   });
 });
+
+/**
+ * The decode loop (`loupe convert --fused --decode-loop`): the same fused decoder, plus a `steps` input after which an
+ * ONNX Loop feeds its own greedy tokens back on the device. Its tokens and KV must be exactly the plain fused
+ * decoder's, step by step, and the runtime's turns (greedy, stop strings, a reused prefix, sampling) the same.
+ */
+describe('fused decoder with the decode loop', () => {
+  const embedFile = path.join(TINY_DIR, 'onnx', 'embed_tokens.onnx');
+  let plain: ort.InferenceSession;
+  let looped: ort.InferenceSession;
+  let embed: ort.InferenceSession;
+  beforeAll(async () => {
+    const bytes = readFileSync(exportedFile);
+    plain = await ort.InferenceSession.create(fuseDecoder(bytes, cfg).bytes);
+    const { bytes: lb, info } = fuseDecoder(bytes, cfg, 'ops', { decodeLoop: readFileSync(embedFile) });
+    expect(info.decodeLoop).toBe(true);
+    looped = await ort.InferenceSession.create(lb);
+    embed = await ort.InferenceSession.create(embedFile);
+  });
+  const embedIds = async (ids: number[]) => (await embed.run({ input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]) }))['inputs_embeds'] as ort.Tensor;
+  const step = (emb: ort.Tensor, n: number, pos: number[][], past: Feeds): Feeds => ({
+    inputs_embeds: emb,
+    attention_mask: new ort.Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
+    position_ids: new ort.Tensor('int64', BigInt64Array.from(pos.flat().map(BigInt)), [3, 1, pos[0]!.length]),
+    num_logits_to_keep: new ort.Tensor('int64', [1n], []),
+    ...past,
+  });
+  // a 12-token prompt whose middle 6 tokens carry image positions (t fixed, h/w a 2×3 grid); the last position is 8
+  const ids = [1, 5, 9, 100, 200, 300, 17, 18, 19, 20, 400, 33];
+  const pos = ids.map((_, i) => (i < 3 ? [i, i, i] : i < 9 ? [3, 3 + Math.floor((i - 3) / 3), 3 + ((i - 3) % 3)] : [i - 3, i - 3, i - 3]));
+  const pos3 = [0, 1, 2].map((c) => pos.map((p) => p[c]!));
+
+  it('steps = 0, 1, 7, 20 after a prefill: the plain decoder\'s greedy tokens, logits and KV, bit for bit', async () => {
+    // the plain fused decoder, step by step: greedy tokens and the KV after each step
+    let r = await plain.run(step(await embedIds(ids), ids.length, pos3, emptyPast()));
+    const logits0 = r['logits']!.data as Float32Array;
+    const tokens: number[] = [];
+    const kvAfter: Feeds[] = [];
+    let past = emptyPast();
+    for (let s = 0; s <= 20; s++) {
+      const tok = argmaxLast(r['logits']!.data as Float32Array, cfg.vocab);
+      tokens.push(tok);
+      past = nextPast(r);
+      kvAfter.push(past);
+      const p = 9 + s; // the text position after the prompt's last (8)
+      r = await plain.run(step(await embedIds([tok]), ids.length + s + 1, [[p], [p], [p]], past));
+    }
+    for (const K of [0, 1, 7, 20]) {
+      const o = await looped.run({ ...step(await embedIds(ids), ids.length, pos3, emptyPast()), steps: new ort.Tensor('int64', [BigInt(K)], []) });
+      expect(Array.from(o['tokens']!.data as BigInt64Array, Number)).toEqual(tokens.slice(0, K + 1));
+      expect(Buffer.from((o['logits']!.data as Float32Array).buffer).equals(Buffer.from(logits0.buffer))).toBe(true);
+      // the present KV covers the prompt and the K tokens fed; the plain decoder's KV after the same tokens
+      for (const [k, v] of Object.entries(kvAfter[K]!)) {
+        const got = o[k.replace('past_key_values', 'present')] as ort.Tensor;
+        expect(got.dims).toEqual(v.dims);
+        expect(Buffer.from((got.data as Float32Array).buffer).equals(Buffer.from((v.data as Float32Array).buffer))).toBe(true);
+      }
+    }
+  });
+
+  it('refuses a quantized embedding table and a table that does not match the config', () => {
+    const bytes = readFileSync(exportedFile);
+    expect(() => fuseDecoder(bytes, cfg, 'ops', { decodeLoop: readFileSync(path.join(TINY_DIR, 'onnx', 'embed_tokens_quantized.onnx')) })).toThrow(/embed_tokens: .*(quantized|data type)/);
+    expect(() => fuseDecoder(bytes, { ...cfg, vocab: cfg.vocab + 1 }, 'ops', { decodeLoop: readFileSync(embedFile) })).toThrow(/expected 820×64|lm_head/);
+    expect(() => fuseDecoder(bytes, cfg, 'ops', { decodeLoop: Buffer.from('not onnx') })).toThrow();
+  });
+
+  describe('through the runtime', () => {
+    let loopDir: string;
+    let plainDir: string;
+    beforeAll(async () => {
+      loopDir = path.join(tmp, 'tiny-loop');
+      plainDir = path.join(tmp, 'tiny-plain');
+      cpSync(TINY_DIR, loopDir, { recursive: true });
+      cpSync(TINY_DIR, plainDir, { recursive: true });
+      const wrote = await addFusedDecoders(loopDir, 'ops', true);
+      expect(wrote.map((w) => [w.file, w.decodeLoop])).toEqual([[`onnx/${FUSED_DECODER}.onnx`, true]]);
+      await addFusedDecoders(plainDir);
+    });
+
+    it('gives PyTorch\'s greedy tokens for one and three images, and says it runs the loop', async () => {
+      const rt = await QwenVLRuntime.load({ modelDir: loopDir, decoder: 'fused' });
+      try {
+        expect(rt.info.decoder).toBe('fused');
+        expect(rt.info.decodeLoop).toBe(true);
+        for (const c of Object.values(parity.cases)) expect((await rt.generate(greedy(c))).tokens).toEqual(c.generated);
+      } finally {
+        await rt.dispose();
+      }
+    });
+
+    it('the plain decoder\'s turns: stop strings mid-chunk, a reused prefix, a longer turn, sampling, a tie the device breaks otherwise', async () => {
+      const c = parity.cases.multi_image;
+      const plainRt = await QwenVLRuntime.load({ modelDir: plainDir, decoder: 'fused' });
+      const loopRt = await QwenVLRuntime.load({ modelDir: loopDir, decoder: 'fused' });
+      try {
+        expect(plainRt.info.decodeLoop).toBeUndefined();
+        const first = await plainRt.generate(greedy(c, { maxTokens: 60 }));
+        expect((await loopRt.generate(greedy(c, { maxTokens: 60 }))).tokens).toEqual(first.tokens);
+        const text = first.text;
+        // a stop string that ends the turn inside the loop's first chunk (8 tokens ahead)
+        const stopAt = text.slice(3, 6);
+        const requests = [
+          greedy(c, { maxTokens: 60 }),
+          greedy(c, { maxTokens: 60, stop: [stopAt] }),
+          // the same conversation with the answer and another question: the prefix (and its KV) is reused
+          greedy(c, { maxTokens: 40, messages: [...greedy(c).messages, { role: 'assistant', content: [{ type: 'text', text: text.slice(0, 20) }] }, { role: 'user', content: [{ type: 'text', text: 'and then?' }] }] }),
+          greedy(c, { maxTokens: 100 }),
+          greedy(c, { maxTokens: 30, temperature: 0.8, topK: 20, seed: 7 }),
+        ];
+        for (const req of requests) {
+          const a = await plainRt.generate(req);
+          const b = await loopRt.generate(req);
+          expect(b.tokens).toEqual(a.tokens);
+          expect(b.text).toBe(a.text);
+          expect(b.finishReason).toBe(a.finishReason);
+          expect(b.cachedTokens).toBe(a.cachedTokens);
+        }
+        // the device's argmax picks another of tied logits: the runtime keeps its own token and steps on exactly
+        const session = (loopRt as unknown as { loopSession: ort.InferenceSession }).loopSession;
+        const run = session.run.bind(session);
+        let tampered = 0;
+        (session as unknown as { run: unknown }).run = async (feeds: ort.InferenceSession.FeedsType, ...rest: unknown[]) => {
+          const out = await (run as (...a: unknown[]) => Promise<ort.InferenceSession.ReturnType>)(feeds, ...rest);
+          // the second run with steps (transformers.js' own forward passes feed steps = 0)
+          if (Number((feeds['steps'] as ort.Tensor).data[0]) > 0 && tampered++ === 1) ((out['tokens'] as ort.Tensor).data as BigInt64Array)[0] = 1n;
+          return out;
+        };
+        const req = greedy(c, { maxTokens: 50 });
+        const b = await loopRt.generate(req);
+        expect(tampered).toBe(2);
+        expect(b.tokens).toEqual((await plainRt.generate(req)).tokens);
+        expect(b.tokens).toEqual(first.tokens!.slice(0, 50));
+      } finally {
+        await plainRt.dispose();
+        await loopRt.dispose();
+      }
+    });
+  });
+
+  it('loupe convert --fused --decode-loop says so; --decode-loop alone is refused', () => {
+    const root = fileURLToPath(new URL('../../..', import.meta.url));
+    const dir = path.join(tmp, 'cli-loop');
+    cpSync(TINY_DIR, dir, { recursive: true });
+    const cli = (...a: string[]) => spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'convert', ...a, dir], { cwd: root, encoding: 'utf8' });
+    const r = cli('--fused', '--decode-loop');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention ops, with the decode loop, \d+ nodes/);
+    const alone = cli('--decode-loop');
+    expect(alone.status).toBe(2);
+    expect(alone.stderr).toMatch(/--decode-loop: it is part of the fused decoder; pass --fused too/);
+  });
+});
