@@ -65,7 +65,7 @@ export interface EngineInfo {
   threads?: number;
   /** Additive: 'fused' when the local engine runs the fused decoder graph (LoadOptions.decoder). */
   decoder?: 'fused' | 'exported';
-  /** Additive: true when that fused decoder also runs greedy decode steps in one run (`loupe convert --decode-loop`). */
+  /** Additive: true when that fused decoder also runs greedy decode steps in one run (`loupe convert --fused`, unless --no-decode-loop). */
   decodeLoop?: boolean;
   /** Additive: engine processes serving this model when more than one (EngineRequest.replicas). */
   replicas?: number;

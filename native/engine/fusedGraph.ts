@@ -582,7 +582,7 @@ export async function addFusedDecoders(modelDir: string, attention: FusedAttenti
   for (const n of src.sort()) {
     const dst = path.join(onnxDir, n.replace('decoder_model_merged', FUSED_DECODER));
     const embed = n.replace('decoder_model_merged', 'embed_tokens');
-    if (decodeLoop && !names.includes(embed)) throw new Error(`${onnxDir}: no ${embed} beside ${n} (the decode loop embeds its tokens with the same table)`);
+    if (decodeLoop && !names.includes(embed)) throw new Error(`${onnxDir}: no ${embed} beside ${n} (the decode loop embeds its tokens with the same table; --no-decode-loop writes the fused decoder without it)`);
     const info = await writeFusedDecoder(path.join(onnxDir, n), dst, cfg, attention, decodeLoop ? path.join(onnxDir, embed) : undefined);
     out.push({ file: path.relative(modelDir, dst), bytes: (await stat(dst)).size, ...info });
   }

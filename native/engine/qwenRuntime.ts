@@ -166,7 +166,7 @@ export class QwenVLRuntime {
   private kvReuse: 'on' | 'off' = 'on';
   private readonly arena = { kv: new Map<string, [KvArray, KvArray]>(), logits: new Float32Array(0), mask: new BigInt64Array(0) };
   private queue: Promise<unknown> = Promise.resolve();
-  /** The fused decoder with the decode loop (`loupe convert --fused --decode-loop`), run directly for greedy turns. */
+  /** The fused decoder with the decode loop (`loupe convert --fused`, unless --no-decode-loop), run directly for greedy turns. */
   private loopSession: onnxruntime.InferenceSession | null = null;
   /** The analysis decoder (attention outputs), opened on the first attention request only. */
   private attnSession: Promise<onnxruntime.InferenceSession> | null = null;

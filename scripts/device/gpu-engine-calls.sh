@@ -28,7 +28,7 @@
 #             (default 128) tokens; logits of each variant against the exported decoder's
 #   attn7b-check  one variant (ATTN, default ops): an onnxruntime profile, its logits against PyTorch fp32
 #   loop7b    issue #25's decode loop on the random 7B, fp16, one call: `convert --fused` (ops attention) with and without
-#             --decode-loop, the two interleaved over two rounds (WARMUP tokens first, default 128), their greedy tokens
+#             the decode loop (--no-decode-loop), the two interleaved over two rounds (WARMUP tokens first, default 128), their greedy tokens
 #             compared, an onnxruntime profile of the loop, then PyTorch eager/sdpa on the same card
 #   loop05    the same pair on the random 0.5B (fp16) beside the exported decoder: the 0.5B before/after
 #   status    what the detached jobs have done so far
@@ -241,8 +241,8 @@ loop7b|loop05)
   [ -f "$R/$rc" ] || { echo "the $size export is not done yet"; exit 1; }
   B=$(bw) W=${WARMUP:-128} O=$M/onnx F=decoder_model_merged_fused_fp16.onnx
   # both fused graphs beside the exported decoder (they read its weights from its data file); the runtime opens $F
-  "$NP/node" "$NP/loupe.mjs" convert --fused $M && mv "$O/$F" "$O/fused-plain.onnx" || exit 1
-  "$NP/node" "$NP/loupe.mjs" convert --fused --decode-loop $M && mv "$O/$F" "$O/fused-loop.onnx" || exit 1
+  "$NP/node" "$NP/loupe.mjs" convert --fused --no-decode-loop $M && mv "$O/$F" "$O/fused-plain.onnx" || exit 1
+  "$NP/node" "$NP/loupe.mjs" convert --fused $M && mv "$O/$F" "$O/fused-loop.onnx" || exit 1
   variants="plain loop"; [ "$step" = loop05 ] && variants="exported plain loop"
   for r in 1 2; do
     for v in $variants; do

@@ -14,11 +14,11 @@ export function register(program: Command): void {
     .option('--attention', 'also write the analysis decoder (decoder_model_merged_attn*.onnx: per-layer attention outputs for attention maps); with no out_dir, add it to the ONNX model folder hf_dir')
     .option('--fused', 'also write the fused decoder (decoder_model_merged_fused*.onnx: the same decoder from onnxruntime fused operators, for CUDA; fp32/fp16 decoders only); with no out_dir, add it to the ONNX model folder hf_dir')
     .option('--fused-attention <kind>', 'attention in the fused decoder: gqa (GroupQueryAttention), ops (plain ONNX operators, the KV heads grouped by reshaping the query) or mha (MultiHeadAttention on the same grouping); ops by default: gqa and mha are ~15 % faster once warm but decode at a fifth of the speed the first time a session meets each new KV length, which every longer turn does', 'ops')
-    .option('--decode-loop', 'with --fused: the fused decoder also runs greedy decode steps inside one onnxruntime run (an ONNX Loop over the decoder, tokens embedded in the graph), so on CUDA the KV cache stays on the GPU between steps; the runtime uses it for greedy requests')
+    .option('--no-decode-loop', 'with --fused: write the fused decoder without the decode loop. By default it also runs greedy decode steps inside one onnxruntime run (an ONNX Loop over the decoder, tokens embedded in the graph with a copy of the embedding table), so on CUDA the KV cache stays on the GPU between steps; greedy requests use it, with the same tokens')
     .option('--python <exe>', 'python interpreter', 'python3')
     .action(async (hf: string, out: string | undefined, o: { dtypes: string; check?: boolean; attention?: boolean; fused?: boolean; fusedAttention: string; decodeLoop?: boolean; python: string }) => {
-      if (o.decodeLoop && !o.fused) {
-        console.error('convert --decode-loop: it is part of the fused decoder; pass --fused too');
+      if (o.decodeLoop === false && !o.fused) {
+        console.error('convert --no-decode-loop: it is part of the fused decoder; pass --fused too');
         process.exitCode = 2;
         return;
       }
@@ -61,7 +61,7 @@ export function register(program: Command): void {
           return;
         }
         try {
-          for (const f of await addFusedDecoders(out ?? hf, attention, o.decodeLoop === true)) {
+          for (const f of await addFusedDecoders(out ?? hf, attention, o.decodeLoop !== false)) {
             console.log(`wrote ${f.file} (${(f.bytes / 2 ** 20).toFixed(1)} MiB${f.externalData ? ', weights read from the exported decoder\'s data file' : ''}, ${f.dtype}, attention ${f.attention}${f.decodeLoop ? ', with the decode loop' : ''}, ${f.nodesAfter} nodes instead of ${f.nodesBefore})`);
           }
         } catch (e) {

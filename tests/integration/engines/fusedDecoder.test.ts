@@ -199,11 +199,11 @@ describe('loupe convert --fused', () => {
     cpSync(TINY_DIR, dir, { recursive: true });
     const r = convert(dir);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention ops, \d+ nodes instead of \d+\)/);
+    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention ops, with the decode loop, \d+ nodes instead of \d+\)/);
     expect(existsSync(path.join(dir, 'onnx', `${FUSED_DECODER}.onnx`))).toBe(true);
     const gqa = convert(dir, '--fused-attention', 'gqa');
     expect(gqa.status).toBe(0);
-    expect(gqa.stdout).toMatch(/attention gqa, \d+ nodes/);
+    expect(gqa.stdout).toMatch(/attention gqa, with the decode loop, \d+ nodes/);
     const bad = convert(dir, '--fused-attention', 'flash');
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/--fused-attention: expected gqa, ops, mha, got "flash"/);
@@ -223,7 +223,7 @@ describe('loupe convert --fused', () => {
 });
 
 /**
- * The decode loop (`loupe convert --fused --decode-loop`): the same fused decoder, plus a `steps` input after which an
+ * The decode loop (`loupe convert --fused`, unless --no-decode-loop): the same fused decoder, plus a `steps` input after which an
  * ONNX Loop feeds its own greedy tokens back on the device. Its tokens and KV must be exactly the plain fused
  * decoder's, step by step, and the runtime's turns (greedy, stop strings, a reused prefix, sampling) the same.
  */
@@ -361,16 +361,19 @@ describe('fused decoder with the decode loop', () => {
     });
   });
 
-  it('loupe convert --fused --decode-loop says so; --decode-loop alone is refused', () => {
+  it('loupe convert --fused writes it by default, --no-decode-loop without; --no-decode-loop alone is refused', () => {
     const root = fileURLToPath(new URL('../../..', import.meta.url));
     const dir = path.join(tmp, 'cli-loop');
     cpSync(TINY_DIR, dir, { recursive: true });
     const cli = (...a: string[]) => spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'convert', ...a, dir], { cwd: root, encoding: 'utf8' });
-    const r = cli('--fused', '--decode-loop');
+    const r = cli('--fused');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention ops, with the decode loop, \d+ nodes/);
-    const alone = cli('--decode-loop');
+    const plainCli = cli('--fused', '--no-decode-loop');
+    expect(plainCli.status).toBe(0);
+    expect(plainCli.stdout).toMatch(/attention ops, \d+ nodes instead/);
+    const alone = cli('--no-decode-loop');
     expect(alone.status).toBe(2);
-    expect(alone.stderr).toMatch(/--decode-loop: it is part of the fused decoder; pass --fused too/);
+    expect(alone.stderr).toMatch(/--no-decode-loop: it is part of the fused decoder; pass --fused too/);
   });
 });
