@@ -62,7 +62,7 @@ export function register(program: Command): void {
         }
         try {
           for (const f of await addFusedDecoders(out ?? hf, attention, o.decodeLoop !== false)) {
-            console.log(`wrote ${f.file} (${(f.bytes / 2 ** 20).toFixed(1)} MiB${f.externalData ? ', weights read from the exported decoder\'s data file' : ''}, ${f.dtype}, attention ${f.attention}${f.decodeLoop ? ', with the decode loop' : ''}, ${f.nodesAfter} nodes instead of ${f.nodesBefore})`);
+            console.log(`wrote ${f.file} (${(f.bytes / 2 ** 20).toFixed(1)} MiB${f.externalData ? ', weights read from the exported decoder\'s data file' : ''}, ${f.dtype}, attention ${f.attention}${f.decodeLoop ? `, with the decode loop (${f.loopStepNodes} nodes a step)` : ''}, ${f.nodesAfter} nodes instead of ${f.nodesBefore})`);
           }
         } catch (e) {
           console.error(`convert --fused: ${(e as Error).message}`);

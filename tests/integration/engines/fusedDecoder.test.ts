@@ -199,11 +199,11 @@ describe('loupe convert --fused', () => {
     cpSync(TINY_DIR, dir, { recursive: true });
     const r = convert(dir);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention ops, with the decode loop, \d+ nodes instead of \d+\)/);
+    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention ops, with the decode loop \(\d+ nodes a step\), \d+ nodes instead of \d+\)/);
     expect(existsSync(path.join(dir, 'onnx', `${FUSED_DECODER}.onnx`))).toBe(true);
     const gqa = convert(dir, '--fused-attention', 'gqa');
     expect(gqa.status).toBe(0);
-    expect(gqa.stdout).toMatch(/attention gqa, with the decode loop, \d+ nodes/);
+    expect(gqa.stdout).toMatch(/attention gqa, with the decode loop \(\d+ nodes a step\), \d+ nodes/);
     const bad = convert(dir, '--fused-attention', 'flash');
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/--fused-attention: expected gqa, ops, mha, got "flash"/);
@@ -229,15 +229,8 @@ describe('loupe convert --fused', () => {
  */
 describe('fused decoder with the decode loop', () => {
   const embedFile = path.join(TINY_DIR, 'onnx', 'embed_tokens.onnx');
-  let plain: ort.InferenceSession;
-  let looped: ort.InferenceSession;
   let embed: ort.InferenceSession;
   beforeAll(async () => {
-    const bytes = readFileSync(exportedFile);
-    plain = await ort.InferenceSession.create(fuseDecoder(bytes, cfg).bytes);
-    const { bytes: lb, info } = fuseDecoder(bytes, cfg, 'ops', { decodeLoop: readFileSync(embedFile) });
-    expect(info.decodeLoop).toBe(true);
-    looped = await ort.InferenceSession.create(lb);
     embed = await ort.InferenceSession.create(embedFile);
   });
   const embedIds = async (ids: number[]) => (await embed.run({ input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]) }))['inputs_embeds'] as ort.Tensor;
@@ -253,7 +246,16 @@ describe('fused decoder with the decode loop', () => {
   const pos = ids.map((_, i) => (i < 3 ? [i, i, i] : i < 9 ? [3, 3 + Math.floor((i - 3) / 3), 3 + ((i - 3) % 3)] : [i - 3, i - 3, i - 3]));
   const pos3 = [0, 1, 2].map((c) => pos.map((p) => p[c]!));
 
-  it('steps = 0, 1, 7, 20 after a prefill: the plain decoder\'s greedy tokens, logits and KV, bit for bit', async () => {
+  it.each(FUSED_ATTENTIONS.map((a) => [a]))('attention %s, steps = 0, 1, 7, 20 after a prefill: the plain decoder\'s greedy tokens, logits and KV, bit for bit', async (attention) => {
+    const bytes = readFileSync(exportedFile);
+    const plainGraph = fuseDecoder(bytes, cfg, attention);
+    const plain = await ort.InferenceSession.create(plainGraph.bytes);
+    const { bytes: lb, info } = fuseDecoder(bytes, cfg, attention, { decodeLoop: readFileSync(embedFile) });
+    expect(info.decodeLoop).toBe(true);
+    // a step of the loop runs fewer nodes than a step of the plain graph (ops: no grouping transposes, no mask)
+    expect(info.loopStepNodes).toBeLessThan(plainGraph.info.nodesAfter + 8);
+    if (attention === 'ops') expect(info.loopStepNodes).toBeLessThan(plainGraph.info.nodesAfter * 0.85);
+    const looped = await ort.InferenceSession.create(lb);
     // the plain fused decoder, step by step: greedy tokens and the KV after each step
     let r = await plain.run(step(await embedIds(ids), ids.length, pos3, emptyPast()));
     const logits0 = r['logits']!.data as Float32Array;
@@ -368,7 +370,7 @@ describe('fused decoder with the decode loop', () => {
     const cli = (...a: string[]) => spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'convert', ...a, dir], { cwd: root, encoding: 'utf8' });
     const r = cli('--fused');
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention ops, with the decode loop, \d+ nodes/);
+    expect(r.stdout).toMatch(/wrote onnx\/decoder_model_merged_fused\.onnx \([\d.]+ MiB, float32, attention ops, with the decode loop \(\d+ nodes a step\), \d+ nodes/);
     const plainCli = cli('--fused', '--no-decode-loop');
     expect(plainCli.status).toBe(0);
     expect(plainCli.stdout).toMatch(/attention ops, \d+ nodes instead/);
