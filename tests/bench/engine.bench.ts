@@ -21,9 +21,14 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
   const fusedDir = path.join(mkdtempSync(path.join(os.tmpdir(), 'loupe-bench-fused-')), 'tiny');
   cpSync(TINY_DIR, fusedDir, { recursive: true });
   await addFusedDecoders(fusedDir);
+  // and with the decode loop (greedy tokens made inside one onnxruntime run; the default of `loupe convert --fused`)
+  const loopDir = path.join(path.dirname(fusedDir), 'tiny-loop');
+  cpSync(TINY_DIR, loopDir, { recursive: true });
+  await addFusedDecoders(loopDir, 'ops', true);
   const configs = [
     { dtype: 'fp32', dir: TINY_DIR, label: 'fp32' },
     { dtype: 'fp32', dir: fusedDir, label: 'fp32, fused decoder', decoder: 'fused' },
+    { dtype: 'fp32', dir: loopDir, label: 'fp32, fused decoder + decode loop', decoder: 'fused' },
     { dtype: 'q8', dir: TINY_DIR, label: 'q8' },
   ] as const;
   for (const cfg of configs) {
