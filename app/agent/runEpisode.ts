@@ -13,6 +13,7 @@
 import type { MediaRef, StopReason, ToolCallRecord, Trajectory, Turn, Box } from '../contract/trajectory';
 import type { ChatContent, ChatMessage, EngineImage, GenerateResult } from '../engines/types';
 import type { CallPlan, EpisodeImage, EpisodeState, ParsedCall, ParseResult, RenderPart, RenderTurn } from '../protocol/types';
+import { isHeldRef } from '../tools/imageOps';
 import { presetFor, RESIZE_PRESETS, smartResize, paddedFrameCount } from '../tools/smartResize';
 import { resolveSettings } from './settings';
 import type { EpisodeEvent, EpisodeSettings, PixelBounds, PreparedEpisodeMedia, RunEpisodeOptions, StepHookDecision } from './types';
@@ -130,12 +131,54 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
   const settings: EpisodeSettings = resolveSettings(opts.settings);
   const limits = { ...dialect.limits, ...settings.limits };
   const started = Date.now();
-  const emit = (ev: EpisodeEvent) => {
-    try {
-      opts.onStep?.(ev);
-    } catch {
-      // A broken listener must not break the episode.
+
+  // Derived images stay in memory (ImageOps holds them) and the engines read them from there; each one the
+  // trajectory names is kept (written once, under its content id) in the background as soon as it exists, so the
+  // write overlaps the next engine call instead of preceding it. Events and the returned trajectory name only kept
+  // ids: an event waits for the keeps it names, in an ordered queue the loop itself never waits on (except before
+  // a step hook, whose caller reads what the events told it).
+  const keeps = new Map<string, Promise<MediaRef>>();
+  const keepRef = (ref: MediaRef): Promise<MediaRef> => {
+    if (!isHeldRef(ref)) return Promise.resolve(ref);
+    let k = keeps.get(ref.id);
+    if (!k) {
+      k = imageOps.keep(ref);
+      k.catch(() => undefined); // reported where it is awaited (an event, or the trajectory's end)
+      keeps.set(ref.id, k);
     }
+    return k;
+  };
+  const keepAll = (refs: MediaRef[]): Promise<MediaRef[]> => Promise.all(refs.map(keepRef));
+  const keptTurn = async (turn: Turn): Promise<Turn> => (turn.call?.produced.length ? { ...turn, call: { ...turn.call, produced: await keepAll(turn.call.produced) } } : turn);
+  const keptEvent = async (ev: EpisodeEvent): Promise<EpisodeEvent> => {
+    switch (ev.type) {
+      case 'episode-start':
+        return { ...ev, media: await keepAll(ev.media) };
+      case 'call-executed':
+        return { ...ev, call: { ...ev.call, produced: await keepAll(ev.call.produced) } };
+      case 'turn-end':
+        return { ...ev, turn: await keptTurn(ev.turn) };
+      default:
+        return ev;
+    }
+  };
+  let events: Promise<void> = Promise.resolve();
+  const emit = (ev: EpisodeEvent) => {
+    const listener = opts.onStep;
+    if (!listener) return;
+    events = events.then(async () => {
+      let out: EpisodeEvent;
+      try {
+        out = await keptEvent(ev);
+      } catch {
+        return; // an image that could not be stored: the trajectory's end reports it
+      }
+      try {
+        listener(out);
+      } catch {
+        // A broken listener must not break the episode.
+      }
+    });
   };
 
   const isVideo = 'videoFrames' in opts.media;
@@ -154,17 +197,30 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
   let finalText: string | undefined;
   let lastContext = 0;
 
-  const finish = (): Trajectory => {
+  const finish = async (): Promise<Trajectory> => {
+    // The trajectory names kept images only: wait for every keep (started as each image appeared).
+    let media = initial;
+    let keptTurns = turns;
+    try {
+      media = await keepAll(initial);
+      keptTurns = await Promise.all(turns.map(keptTurn));
+    } catch (err) {
+      if (stopReason !== 'error') stopReason = 'error';
+      error = `storing the episode's images: ${errorMessage(err)}${error !== undefined ? ` (after: ${error})` : ''}`;
+      // Name no image that was not stored.
+      media = initial.filter((r) => !isHeldRef(r));
+      keptTurns = turns.map((t) => (t.call ? { ...t, call: { ...t.call, produced: t.call.produced.filter((r) => !isHeldRef(r)) } } : t));
+    }
     const t: Trajectory = {
       dialect: dialect.id,
       prompt: settings.prompt,
-      media: initial,
+      media,
       originals,
       isVideo,
       question,
       system,
       userText,
-      turns,
+      turns: keptTurns,
       stopReason,
       ...(error !== undefined ? { error } : {}),
       ...(finalText !== undefined ? { finalText } : {}),
@@ -172,6 +228,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
       latencyMs: Date.now() - started,
     };
     emit({ type: 'done', trajectory: t });
+    await events;
     return t;
   };
 
@@ -181,6 +238,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
     const ready = await (opts.prepared ?? prepareEpisodeMedia(opts));
     originals.push(...ready.originals);
     initial.push(...ready.initial);
+    for (const r of initial) void keepRef(r);
   } catch (err) {
     if (signal?.aborted) stopReason = 'cancelled';
     else stopReason = 'error';
@@ -189,7 +247,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
   }
   emit({ type: 'episode-start', media: initial, originals, isVideo, system, userText });
 
-  const engineImage = (ref: MediaRef): EngineImage => ({ ...ref, path: imageOps.pathOf(ref) });
+  const engineImage = (ref: MediaRef): EngineImage => imageOps.engineImage(ref);
   const episodeImage = (ref: MediaRef, kind: EpisodeImage['kind']): EpisodeImage => ({ width: ref.width, height: ref.height, kind });
   const state = (): EpisodeState => ({
     mode: settings.mode,
@@ -359,6 +417,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
     if (opts.stepHook) {
       let decision: StepHookDecision;
       try {
+        await events; // the hook's caller sees every event before it (their images kept)
         decision = await opts.stepHook({ turnIndex, text, parse, plan, state: state() });
       } catch (err) {
         turn.call = baseRecord(parse);
@@ -458,6 +517,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
     }
 
     record.produced = produced;
+    for (const p of produced) void keepRef(p);
     turn.call = record;
     if (dropped) {
       turn.observation = '';

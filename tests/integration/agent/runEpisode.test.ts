@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleRecord, Trajectory } from '../../../app/contract/trajectory';
 import { getDialect } from '../../../app/protocol';
 import { Workspace } from '../../../app/workspace';
+import { isHeldRef } from '../../../app/tools/imageOps';
 import { SharpImageOps } from '../../../native/image/sharpImageOps';
 import { pilResizeBicubicRGB } from '../../../native/image/pilResample';
 import { countCalls, runEpisode, ScriptedEngine, type EpisodeEvent, type RunEpisodeOptions } from '../../../app/agent';
@@ -85,8 +87,26 @@ describe('runEpisode with Pixel Reasoner on a real photo', () => {
     const lastUser = r2!.messages.at(-1)!;
     expect(lastUser.role).toBe('user');
     const img = lastUser.content.find((x) => x.type === 'image');
-    expect(img && img.type === 'image' && img.image.path).toBe(ops.pathOf(c.produced[0]!));
-    expect((await fsp.stat(ops.pathOf(c.produced[0]!))).isFile()).toBe(true);
+    // The engine got the crop held in memory (no file on its path), with exactly the pixels and bytes then stored.
+    if (!img || img.type !== 'image') throw new Error('no image in the observation');
+    expect(img.image.path).toBeUndefined();
+    expect(isHeldRef(img.image)).toBe(true);
+    expect(Buffer.compare(Buffer.from((await img.image.pixels!()).data), expected)).toBe(0);
+    expect(Buffer.compare(Buffer.from(await img.image.bytes!()), await fsp.readFile(ops.pathOf(c.produced[0]!)))).toBe(0);
+    const first = r1!.messages[1]!.content.find((x) => x.type === 'image');
+    expect(first && first.type === 'image' && isHeldRef(first.image)).toBe(true);
+    // The trajectory and every event name only stored media: the files exist, named by their sha256.
+    const named = [...t.media, ...t.originals, ...c.produced];
+    for (const e of events) {
+      if (e.type === 'episode-start') named.push(...e.media, ...e.originals);
+      if (e.type === 'call-executed') named.push(...e.call.produced);
+      if (e.type === 'turn-end') named.push(...(e.turn.call?.produced ?? []));
+    }
+    expect(named.length).toBe(3 + 2 + 1 + 1);
+    for (const m of named) {
+      expect(isHeldRef(m)).toBe(false);
+      expect(m.id.split('.')[0]).toBe(createHash('sha256').update(await fsp.readFile(ops.pathOf(m))).digest('hex'));
+    }
 
     // Events arrive in order, with token deltas that add up to each turn's text.
     const types = events.map((e) => e.type).filter((x) => x !== 'token');

@@ -76,6 +76,8 @@ function loggingOps(inner: SharpImageOps, log: Log, onImport?: (qid: string) => 
     importBytes: (b) => inner.importBytes(b),
     resize: (s, w, h) => inner.resize(s, w, h),
     crop: (s, b, z) => inner.crop(s, b, z),
+    keep: (r) => inner.keep(r),
+    engineImage: (r) => inner.engineImage(r),
     pathOf: (r) => inner.pathOf(r),
   };
 }
