@@ -95,8 +95,9 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
  * (imported through ImageOps) and the initial images (smart_resize'd; a video's frames padded to an even count). This
  * is the episode's input preparation, the part that needs no engine: `runEpisode` calls it, or takes its result as
  * `prepared` when a caller started it earlier (the sweep runner's look-ahead). Throws on a missing or bad image.
+ * With `keep`, the initial images are also kept (written) before it resolves: for a caller preparing ahead.
  */
-export async function prepareEpisodeMedia(opts: Pick<RunEpisodeOptions, 'media' | 'imageOps' | 'settings' | 'signal'>): Promise<PreparedEpisodeMedia> {
+export async function prepareEpisodeMedia(opts: Pick<RunEpisodeOptions, 'media' | 'imageOps' | 'settings' | 'signal'> & { keep?: boolean }): Promise<PreparedEpisodeMedia> {
   const { imageOps, signal } = opts;
   const settings = resolveSettings(opts.settings);
   const isVideo = 'videoFrames' in opts.media;
@@ -123,6 +124,9 @@ export async function prepareEpisodeMedia(opts: Pick<RunEpisodeOptions, 'media' 
       initial.push(o.width === w && o.height === h ? o : await imageOps.resize(o, w, h));
     }
   }
+  // The trajectory names these images: a caller preparing ahead (the sweep runner's look-ahead) keeps them here, so
+  // their PNG encode and write are done while the previous request runs (the episode then finds them kept).
+  if (opts.keep) for (const r of initial) await imageOps.keep(r);
   return { originals, initial };
 }
 
