@@ -152,14 +152,15 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
     }
     return k;
   };
-  const keepAll = (refs: MediaRef[]): Promise<MediaRef[]> => Promise.all(refs.map(keepRef));
-  const keptTurn = async (turn: Turn): Promise<Turn> => (turn.call?.produced.length ? { ...turn, call: { ...turn.call, produced: await keepAll(turn.call.produced) } } : turn);
+  /** The kept refs of `refs`; one that could not be stored is left out (the trajectory's end reports why). */
+  const keptOnly = async (refs: MediaRef[]): Promise<MediaRef[]> => (await Promise.allSettled(refs.map(keepRef))).flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const keptTurn = async (turn: Turn): Promise<Turn> => (turn.call?.produced.length ? { ...turn, call: { ...turn.call, produced: await keptOnly(turn.call.produced) } } : turn);
   const keptEvent = async (ev: EpisodeEvent): Promise<EpisodeEvent> => {
     switch (ev.type) {
       case 'episode-start':
-        return { ...ev, media: await keepAll(ev.media) };
+        return { ...ev, media: await keptOnly(ev.media) };
       case 'call-executed':
-        return { ...ev, call: { ...ev.call, produced: await keepAll(ev.call.produced) } };
+        return { ...ev, call: { ...ev.call, produced: await keptOnly(ev.call.produced) } };
       case 'turn-end':
         return { ...ev, turn: await keptTurn(ev.turn) };
       default:
@@ -171,12 +172,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
     const listener = opts.onStep;
     if (!listener) return;
     events = events.then(async () => {
-      let out: EpisodeEvent;
-      try {
-        out = await keptEvent(ev);
-      } catch {
-        return; // an image that could not be stored: the trajectory's end reports it
-      }
+      const out = await keptEvent(ev);
       try {
         listener(out);
       } catch {
@@ -202,19 +198,15 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
   let lastContext = 0;
 
   const finish = async (): Promise<Trajectory> => {
-    // The trajectory names kept images only: wait for every keep (started as each image appeared).
-    let media = initial;
-    let keptTurns = turns;
-    try {
-      media = await keepAll(initial);
-      keptTurns = await Promise.all(turns.map(keptTurn));
-    } catch (err) {
-      if (stopReason !== 'error') stopReason = 'error';
-      error = `storing the episode's images: ${errorMessage(err)}${error !== undefined ? ` (after: ${error})` : ''}`;
-      // Name no image that was not stored.
-      media = initial.filter((r) => !isHeldRef(r));
-      keptTurns = turns.map((t) => (t.call ? { ...t, call: { ...t.call, produced: t.call.produced.filter((r) => !isHeldRef(r)) } } : t));
+    // The trajectory names kept images only: wait for every keep (started as each image appeared). One that failed
+    // (the store could not write) is left out, and the episode ends as an error saying so.
+    const failed = (await Promise.allSettled([...initial, ...turns.flatMap((x) => x.call?.produced ?? [])].map(keepRef))).find((r) => r.status === 'rejected');
+    if (failed) {
+      stopReason = 'error';
+      error = `storing the episode's images: ${errorMessage(failed.reason)}${error !== undefined ? ` (after: ${error})` : ''}`;
     }
+    const media = await keptOnly(initial);
+    const keptTurns = await Promise.all(turns.map(keptTurn));
     const t: Trajectory = {
       dialect: dialect.id,
       prompt: settings.prompt,

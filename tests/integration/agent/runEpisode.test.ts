@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleRecord, Trajectory } from '../../../app/contract/trajectory';
 import { getDialect } from '../../../app/protocol';
 import { Workspace } from '../../../app/workspace';
-import { isHeldRef } from '../../../app/tools/imageOps';
+import { isHeldRef, type ImageOps } from '../../../app/tools/imageOps';
 import { SharpImageOps } from '../../../native/image/sharpImageOps';
 import { pilResizeBicubicRGB } from '../../../native/image/pilResample';
 import { countCalls, runEpisode, ScriptedEngine, type EpisodeEvent, type RunEpisodeOptions } from '../../../app/agent';
@@ -278,6 +278,33 @@ describe('step mode', () => {
 });
 
 describe('trajectories in the run store', () => {
+  it('an image the store cannot write ends the episode as an error saying so, naming no unstored image', async () => {
+    const failing: ImageOps = {
+      importFile: (p) => ops.importFile(p),
+      importBytes: (b) => ops.importBytes(b),
+      resize: (r, w, h) => ops.resize(r, w, h),
+      crop: (r, b, z) => ops.crop(r, b, z),
+      engineImage: (r) => ops.engineImage(r),
+      pathOf: (r) => ops.pathOf(r),
+      keep: async (r) => {
+        if (isHeldRef(r)) throw new Error('ENOSPC: no space left on device, write');
+        return r;
+      },
+    };
+    const { t, events, engine } = await run([`Look.\n${crop([0.4, 0.3, 0.6, 0.7])}`, 'It is red.\n\\boxed{red}'], { imageOps: failing });
+    // The engine still saw both images (from memory); what ran is kept in the trajectory, minus the unstored images.
+    expect(engine.requests).toHaveLength(2);
+    expect(t.stopReason).toBe('error');
+    expect(t.error).toMatch(/^storing the episode's images: ENOSPC: no space left on device/);
+    expect(t.turns).toHaveLength(2);
+    expect(t.originals).toHaveLength(1);
+    expect(t.media).toEqual([]);
+    expect(t.turns[0]!.call!.produced).toEqual([]);
+    const start = events.find((e) => e.type === 'episode-start');
+    expect(start && start.type === 'episode-start' && start.media).toEqual([]);
+    expect(events.at(-1)!.type).toBe('done');
+  });
+
   it('writes each episode as a sample and reads it back identically', async () => {
     const runs: Trajectory[] = [];
     runs.push((await run([crop([0.4, 0.3, 0.6, 0.7]), '\\boxed{red}'])).t);
