@@ -86,6 +86,9 @@ export interface SharpImageOpsOptions {
   heldBytes?: number;
 }
 
+/** Held ids of kept images remembered (what they were kept as); the oldest are forgotten past this many. */
+const KEPT_IDS = 16384;
+
 /** A derived image held in memory: its pixels, and once asked for, its PNG bytes and its stored ref. */
 interface Held {
   d: Decoded;
@@ -190,6 +193,8 @@ export class SharpImageOps implements ImageOps {
       this.remember(put.id, h.d);
       const ref: MediaRef = { id: put.id, width: h.d.width, height: h.d.height, mime: 'image/png' };
       this.keptAs.set(id, Promise.resolve(ref));
+      // Bounded: a held id is used for the length of an episode, not forever (an old one then fails clearly).
+      if (this.keptAs.size > KEPT_IDS) this.keptAs.delete(this.keptAs.keys().next().value!);
       if (this.held.delete(id)) this.heldTotal -= h.d.data.length;
       return ref;
     })();
