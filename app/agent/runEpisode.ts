@@ -95,7 +95,7 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
  * (imported through ImageOps) and the initial images (smart_resize'd; a video's frames padded to an even count). This
  * is the episode's input preparation, the part that needs no engine: `runEpisode` calls it, or takes its result as
  * `prepared` when a caller started it earlier (the sweep runner's look-ahead). Throws on a missing or bad image.
- * With `keep`, the initial images are also kept (written) before it resolves: for a caller preparing ahead.
+ * With `keep`, the initial images' keeps (writes) start too (`writes` settles when done): for a caller preparing ahead.
  */
 export async function prepareEpisodeMedia(opts: Pick<RunEpisodeOptions, 'media' | 'imageOps' | 'settings' | 'signal'> & { keep?: boolean }): Promise<PreparedEpisodeMedia> {
   const { imageOps, signal } = opts;
@@ -124,9 +124,13 @@ export async function prepareEpisodeMedia(opts: Pick<RunEpisodeOptions, 'media' 
       initial.push(o.width === w && o.height === h ? o : await imageOps.resize(o, w, h));
     }
   }
-  // The trajectory names these images: a caller preparing ahead (the sweep runner's look-ahead) keeps them here, so
-  // their PNG encode and write are done while the previous request runs (the episode then finds them kept).
-  if (opts.keep) for (const r of initial) await imageOps.keep(r);
+  // The trajectory names these images: a caller preparing ahead (the sweep runner's look-ahead) starts keeping them
+  // here, so their PNG encode and write run while the previous request does (the episode awaits the same keeps; the
+  // engine's data URL shares the encode). Not awaited: the episode need not wait for a write to send its request.
+  if (opts.keep) {
+    const writes = Promise.allSettled(initial.map((r) => imageOps.keep(r))).then(() => undefined);
+    return { originals, initial, writes };
+  }
   return { originals, initial };
 }
 

@@ -472,8 +472,8 @@ async function runLocked(
     } catch (err) {
       return { error: err as Error };
     }
-    // Prepared ahead, the images are kept (written) too, off the episode's path; a sample prepared when it starts
-    // leaves that to the episode, which overlaps it with the engine call.
+    // Prepared ahead, the images' keeps (writes) start too, off the episode's path; a sample prepared when it starts
+    // leaves that to the episode, which overlaps it with the engine call. Either way the episode awaits them.
     const ready = prepareEpisodeMedia({ media, imageOps: opts.imageOps, settings: episodeSettings, signal: stop.signal, keep: early });
     ready.catch(() => undefined); // awaited by the sample's episode (or left unused on cancel)
     return { media, ready };
@@ -583,7 +583,7 @@ async function runLocked(
     opts.signal?.removeEventListener('abort', onOuterAbort);
     // Preparations left unused (cancel, a stop on engine errors) finish before the run is closed: nothing writes
     // into the workspace after the runner returns. Their media files stay, unreferenced and harmless.
-    await Promise.allSettled([...ahead.values()].map((i) => ('ready' in i ? i.ready : null)));
+    await Promise.allSettled([...ahead.values()].map((i) => ('ready' in i ? i.ready.then((r) => r.writes) : null)));
     ahead.clear();
     await handle.close();
   }
