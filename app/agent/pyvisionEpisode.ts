@@ -145,7 +145,7 @@ export async function runPyVisionEpisode(opts: PyVisionEpisodeOptions): Promise<
   const maxTurns = opts.maxTurns ?? (variant === 'PVRL' ? PYVISION_LIMITS.PVRL.maxTurns : 30);
   const started = Date.now();
   const media = await Promise.all(opts.images.map((p) => imageOps.importFile(p)));
-  const engineImage = (m: MediaRef): EngineImage => ({ ...m, path: imageOps.pathOf(m) });
+  const engineImage = (m: MediaRef): EngineImage => imageOps.engineImage(m);
   const first = media[0];
   if (!first) throw new Error('a PyVision episode needs one question image');
   // The first user turn, as each reference builds it.

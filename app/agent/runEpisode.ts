@@ -13,6 +13,7 @@
 import type { MediaRef, StopReason, ToolCallRecord, Trajectory, Turn, Box } from '../contract/trajectory';
 import type { ChatContent, ChatMessage, EngineImage, GenerateResult } from '../engines/types';
 import type { CallPlan, EpisodeImage, EpisodeState, ParsedCall, ParseResult, RenderPart, RenderTurn } from '../protocol/types';
+import { isHeldRef } from '../tools/imageOps';
 import { presetFor, RESIZE_PRESETS, smartResize, paddedFrameCount } from '../tools/smartResize';
 import { resolveSettings } from './settings';
 import type { EpisodeEvent, EpisodeSettings, PixelBounds, PreparedEpisodeMedia, RunEpisodeOptions, StepHookDecision } from './types';
@@ -94,8 +95,9 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
  * (imported through ImageOps) and the initial images (smart_resize'd; a video's frames padded to an even count). This
  * is the episode's input preparation, the part that needs no engine: `runEpisode` calls it, or takes its result as
  * `prepared` when a caller started it earlier (the sweep runner's look-ahead). Throws on a missing or bad image.
+ * With `keep`, the initial images' keeps (writes) start too (`writes` settles when done): for a caller preparing ahead.
  */
-export async function prepareEpisodeMedia(opts: Pick<RunEpisodeOptions, 'media' | 'imageOps' | 'settings' | 'signal'>): Promise<PreparedEpisodeMedia> {
+export async function prepareEpisodeMedia(opts: Pick<RunEpisodeOptions, 'media' | 'imageOps' | 'settings' | 'signal'> & { keep?: boolean }): Promise<PreparedEpisodeMedia> {
   const { imageOps, signal } = opts;
   const settings = resolveSettings(opts.settings);
   const isVideo = 'videoFrames' in opts.media;
@@ -122,6 +124,13 @@ export async function prepareEpisodeMedia(opts: Pick<RunEpisodeOptions, 'media' 
       initial.push(o.width === w && o.height === h ? o : await imageOps.resize(o, w, h));
     }
   }
+  // The trajectory names these images: a caller preparing ahead (the sweep runner's look-ahead) starts keeping them
+  // here, so their PNG encode and write run while the previous request does (the episode awaits the same keeps; the
+  // engine's data URL shares the encode). Not awaited: the episode need not wait for a write to send its request.
+  if (opts.keep) {
+    const writes = Promise.allSettled(initial.map((r) => imageOps.keep(r))).then(() => undefined);
+    return { originals, initial, writes };
+  }
   return { originals, initial };
 }
 
@@ -130,12 +139,50 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
   const settings: EpisodeSettings = resolveSettings(opts.settings);
   const limits = { ...dialect.limits, ...settings.limits };
   const started = Date.now();
-  const emit = (ev: EpisodeEvent) => {
-    try {
-      opts.onStep?.(ev);
-    } catch {
-      // A broken listener must not break the episode.
+
+  // Derived images stay in memory (ImageOps holds them) and the engines read them from there; each one the
+  // trajectory names is kept (written once, under its content id) in the background as soon as it exists, so the
+  // write overlaps the next engine call instead of preceding it. Events and the returned trajectory name only kept
+  // ids: an event waits for the keeps it names, in an ordered queue the loop itself never waits on (except before
+  // a step hook, whose caller reads what the events told it).
+  const keeps = new Map<string, Promise<MediaRef>>();
+  const keepRef = (ref: MediaRef): Promise<MediaRef> => {
+    if (!isHeldRef(ref)) return Promise.resolve(ref);
+    let k = keeps.get(ref.id);
+    if (!k) {
+      k = imageOps.keep(ref);
+      k.catch(() => undefined); // reported where it is awaited (an event, or the trajectory's end)
+      keeps.set(ref.id, k);
     }
+    return k;
+  };
+  /** The kept refs of `refs`; one that could not be stored is left out (the trajectory's end reports why). */
+  const keptOnly = async (refs: MediaRef[]): Promise<MediaRef[]> => (await Promise.allSettled(refs.map(keepRef))).flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const keptTurn = async (turn: Turn): Promise<Turn> => (turn.call?.produced.length ? { ...turn, call: { ...turn.call, produced: await keptOnly(turn.call.produced) } } : turn);
+  const keptEvent = async (ev: EpisodeEvent): Promise<EpisodeEvent> => {
+    switch (ev.type) {
+      case 'episode-start':
+        return { ...ev, media: await keptOnly(ev.media) };
+      case 'call-executed':
+        return { ...ev, call: { ...ev.call, produced: await keptOnly(ev.call.produced) } };
+      case 'turn-end':
+        return { ...ev, turn: await keptTurn(ev.turn) };
+      default:
+        return ev;
+    }
+  };
+  let events: Promise<void> = Promise.resolve();
+  const emit = (ev: EpisodeEvent) => {
+    const listener = opts.onStep;
+    if (!listener) return;
+    events = events.then(async () => {
+      const out = await keptEvent(ev);
+      try {
+        listener(out);
+      } catch {
+        // A broken listener must not break the episode.
+      }
+    });
   };
 
   const isVideo = 'videoFrames' in opts.media;
@@ -154,17 +201,26 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
   let finalText: string | undefined;
   let lastContext = 0;
 
-  const finish = (): Trajectory => {
+  const finish = async (): Promise<Trajectory> => {
+    // The trajectory names kept images only: wait for every keep (started as each image appeared). One that failed
+    // (the store could not write) is left out, and the episode ends as an error saying so.
+    const failed = (await Promise.allSettled([...initial, ...turns.flatMap((x) => x.call?.produced ?? [])].map(keepRef))).find((r) => r.status === 'rejected');
+    if (failed) {
+      stopReason = 'error';
+      error = `storing the episode's images: ${errorMessage(failed.reason)}${error !== undefined ? ` (after: ${error})` : ''}`;
+    }
+    const media = await keptOnly(initial);
+    const keptTurns = await Promise.all(turns.map(keptTurn));
     const t: Trajectory = {
       dialect: dialect.id,
       prompt: settings.prompt,
-      media: initial,
+      media,
       originals,
       isVideo,
       question,
       system,
       userText,
-      turns,
+      turns: keptTurns,
       stopReason,
       ...(error !== undefined ? { error } : {}),
       ...(finalText !== undefined ? { finalText } : {}),
@@ -172,6 +228,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
       latencyMs: Date.now() - started,
     };
     emit({ type: 'done', trajectory: t });
+    await events;
     return t;
   };
 
@@ -181,6 +238,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
     const ready = await (opts.prepared ?? prepareEpisodeMedia(opts));
     originals.push(...ready.originals);
     initial.push(...ready.initial);
+    for (const r of initial) void keepRef(r);
   } catch (err) {
     if (signal?.aborted) stopReason = 'cancelled';
     else stopReason = 'error';
@@ -189,7 +247,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
   }
   emit({ type: 'episode-start', media: initial, originals, isVideo, system, userText });
 
-  const engineImage = (ref: MediaRef): EngineImage => ({ ...ref, path: imageOps.pathOf(ref) });
+  const engineImage = (ref: MediaRef): EngineImage => imageOps.engineImage(ref);
   const episodeImage = (ref: MediaRef, kind: EpisodeImage['kind']): EpisodeImage => ({ width: ref.width, height: ref.height, kind });
   const state = (): EpisodeState => ({
     mode: settings.mode,
@@ -359,6 +417,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
     if (opts.stepHook) {
       let decision: StepHookDecision;
       try {
+        await events; // the hook's caller sees every event before it (their images kept)
         decision = await opts.stepHook({ turnIndex, text, parse, plan, state: state() });
       } catch (err) {
         turn.call = baseRecord(parse);
@@ -458,6 +517,7 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<Trajectory> {
     }
 
     record.produced = produced;
+    for (const p of produced) void keepRef(p);
     turn.call = record;
     if (dropped) {
       turn.observation = '';

@@ -89,4 +89,6 @@ export interface RunEpisodeOptions {
 export interface PreparedEpisodeMedia {
   originals: MediaRef[];
   initial: MediaRef[];
+  /** With `keep`: the keeps (writes) of the initial images, started and not awaited; settles when they are done. */
+  writes?: Promise<void>;
 }

@@ -4,10 +4,26 @@
  */
 import type { MediaRef } from '../contract/trajectory';
 
-/** An image given to an engine: a workspace media file at the size the tools see it. */
+/** Decoded 8-bit RGB pixels, row-major, 3 bytes a pixel, no row padding. */
+export interface RgbPixels {
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/**
+ * An image given to an engine at the size the tools see it: a workspace media file (`path`), or an image the
+ * ImageOps holds in memory (no `path`; `pixels` and `bytes` fetch it on demand, nothing is written for it).
+ */
 export interface EngineImage extends MediaRef {
-  /** Absolute path of the file on disk. */
-  path: string;
+  /** Absolute path of the file on disk; absent for a held image. */
+  path?: string;
+  /** A held image's decoded RGB pixels (engines in this process; the local engine client sends them on as `rgb`). */
+  pixels?: () => Promise<RgbPixels>;
+  /** A held image's PNG bytes, the very bytes the media store writes when it is kept (for engines that send files). */
+  bytes?: () => Promise<Uint8Array>;
+  /** The pixels themselves, as they cross into an engine worker (the local engine client fills it from `pixels`). */
+  rgb?: RgbPixels;
 }
 
 export type ChatContent =

@@ -164,7 +164,8 @@ export async function attachFiles(s: SampleRecord, files: string[], imageOps: Im
   const initial: MediaRef[] = [];
   for (const o of originals) {
     const [w, h] = resizeTo([o.width, o.height], bounds);
-    initial.push(o.width === w && o.height === h ? o : await imageOps.resize(o, w, h));
+    // The record names it: keep it (derived images are only held in memory until kept).
+    initial.push(o.width === w && o.height === h ? o : await imageOps.keep(await imageOps.resize(o, w, h)));
   }
   t.originals = originals;
   t.media = initial;
@@ -221,7 +222,7 @@ export async function attachFiles(s: SampleRecord, files: string[], imageOps: Im
     c.cropBox = plan.cropBox;
     // A call the source reported as failed produced nothing there either.
     if (c.error !== undefined) continue;
-    const out = await imageOps.crop(src, plan.cropBox as [number, number, number, number], plan.resizedSize);
+    const out = await imageOps.keep(await imageOps.crop(src, plan.cropBox as [number, number, number, number], plan.resizedSize));
     c.produced = [out];
     prior.push(out);
   }

@@ -22,7 +22,7 @@ import sharp from 'sharp';
 import { runEpisode, ScriptedEngine } from '../../app/agent';
 import { synthTrajectories } from '../../app/synth/trajectories';
 import type { SynthSample } from '../../app/synth/generate';
-import type { ChatMessage } from '../../app/engines/types';
+import type { ChatMessage, EngineImage } from '../../app/engines/types';
 import { getDialect } from '../../app/protocol';
 import { fromPlainJson, pyJsonDumps } from '../../app/pycompat/json';
 import { Workspace } from '../../app/workspace';
@@ -201,7 +201,13 @@ export async function prepareData(o: PrepareOptions): Promise<PrepareResult> {
           log(`skip ${t.qid}/${t.kind}: stop ${traj.stopReason}, used ${engine.used}/${turns.length} ${traj.error ?? ''}`);
           continue;
         }
-        const reqs = engine.requests.map((r): WireGenerateRequest => ({
+        // The images as the files they were kept as (the episode is over: every one is stored), so the same image in
+        // several trajectories is one image of the dataset (the engine keys its preprocessing by file).
+        const stored = async (img: EngineImage): Promise<EngineImage> => ops.engineImage(await ops.keep(img));
+        const onFiles = async (ms: ChatMessage[]): Promise<ChatMessage[]> =>
+          Promise.all(ms.map(async (m) => ({ ...m, content: await Promise.all(m.content.map(async (c) => (c.type === 'image' ? { ...c, image: await stored(c.image) } : c.type === 'video' ? { ...c, frames: await Promise.all(c.frames.map(stored)) } : c))) })));
+        const requests = await Promise.all(engine.requests.map(async (r) => ({ ...r, messages: await onFiles(r.messages) })));
+        const reqs = requests.map((r): WireGenerateRequest => ({
           messages: r.messages,
           maxTokens: r.maxTokens,
           temperature: 0,

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor, cat, env } from '@huggingface/transformers';
 import onnxruntime from 'onnxruntime-node';
-import type { AttentionRequest, AttentionResult, EngineDevice, EngineDtype, EngineDtypeSpec, EngineImage, EngineInfo, GenerateResult } from '../../app/engines/types';
+import type { AttentionRequest, AttentionResult, RgbPixels, EngineDevice, EngineDtype, EngineDtypeSpec, EngineImage, EngineInfo, GenerateResult } from '../../app/engines/types';
 import { SMALL_MODEL_BYTES } from '../../app/engines/local/protocol';
 import type { LoadOptions, WireGenerateRequest } from '../../app/engines/local/protocol';
 import { EngineError } from '../../app/engines/errors';
@@ -346,13 +346,25 @@ export class QwenVLRuntime {
   }
 
   private async prepareImage(img: EngineImage, minPixels?: number, maxPixels?: number): Promise<PreparedImage> {
-    let st;
-    try {
-      st = await stat(img.path);
-    } catch {
-      throw new EngineError('bad_request', `image ${img.id} not found at ${img.path}`);
+    let key: string;
+    let source: RgbPixels | string;
+    if (img.path === undefined) {
+      // A held image comes as its pixels: the same RGB a decode of its PNG gives, without the file or the decode.
+      const rgb = img.rgb ?? (img.pixels ? await img.pixels() : undefined);
+      if (!rgb || rgb.data.length !== rgb.width * rgb.height * 3) throw new EngineError('bad_request', `image ${img.id} has neither a file nor whole RGB pixels`);
+      source = rgb;
+      // Held ids are random and never reused for other pixels.
+      key = `${img.id}|${minPixels ?? ''}|${maxPixels ?? ''}`;
+    } else {
+      let st;
+      try {
+        st = await stat(img.path);
+      } catch {
+        throw new EngineError('bad_request', `image ${img.id} not found at ${img.path}`);
+      }
+      source = img.path;
+      key = `${img.path}|${st.size}|${st.mtimeMs}|${minPixels ?? ''}|${maxPixels ?? ''}`;
     }
-    const key = `${img.path}|${st.size}|${st.mtimeMs}|${minPixels ?? ''}|${maxPixels ?? ''}`;
     const hit = this.images.get(key);
     if (hit) return hit;
     const ip = this.processor.image_processor;
@@ -361,10 +373,10 @@ export class QwenVLRuntime {
     try {
       if (minPixels !== undefined) ip.min_pixels = minPixels;
       if (maxPixels !== undefined) ip.max_pixels = maxPixels;
-      const raw = await RawImage.read(img.path);
+      const raw = typeof source === 'string' ? await RawImage.read(source) : new RawImage(source.data, source.width, source.height, 3);
       out = (await qwenPatches(ip, raw)) ?? (await ip(raw));
     } catch (e) {
-      throw new EngineError('bad_request', `image ${img.id} (${img.path}) could not be preprocessed: ${(e as Error).message}`, { cause: e });
+      throw new EngineError('bad_request', `image ${img.id} (${img.path ?? 'held in memory'}) could not be preprocessed: ${(e as Error).message}`, { cause: e });
     } finally {
       [ip.min_pixels, ip.max_pixels] = saved;
     }

@@ -16,6 +16,6 @@ export { findPillowPython } from './pillow';
 export function createImageOps(media: MediaStore, opts: WorkerImageOpsOptions & { mode?: 'inline' | 'worker' } = {}): ImageOps & { close?: () => Promise<void> } {
   const { mode = 'worker', ...rest } = opts;
   if (mode === 'worker') return new WorkerImageOps(media, rest);
-  const { workers: _ignored, ...inline } = rest;
+  const { workers: _ignored, idleMs: _idle, ...inline } = rest;
   return new SharpImageOps(media, inline satisfies SharpImageOpsOptions);
 }

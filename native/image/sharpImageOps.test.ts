@@ -8,6 +8,7 @@ import { createDeflate } from 'node:zlib';
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MediaStore } from '../../app/workspace/mediaStore';
+import { isHeldRef } from '../../app/tools/imageOps';
 import { ImageError, SharpImageOps, pngLevelFor } from './sharpImageOps';
 import { pilResizeBicubicRGB } from './pilResample';
 import { noise } from '../../tests/support/noise';
@@ -188,7 +189,7 @@ describe('SharpImageOps crop and resize', () => {
     const crop = await ops.crop(ref, box);
     expect([crop.width, crop.height]).toEqual([332, 314]);
     const src = await rawOf(GLASS);
-    const got = await rawOf(ops.pathOf(crop));
+    const got = await rawOf(ops.pathOf(await ops.keep(crop)));
     // Independent expectation: copy the rows out of the fully decoded original.
     const want = Buffer.alloc(332 * 314 * 3);
     for (let y = 0; y < 314; y++) src.data.copy(want, y * 332 * 3, ((203 + y) * src.width + 1001) * 3, ((203 + y) * src.width + 1333) * 3);
@@ -208,18 +209,18 @@ describe('SharpImageOps crop and resize', () => {
     const ref = await ops.importFile(GLASS);
     const r = await ops.resize(ref, 1316, 560);
     expect([r.width, r.height, r.mime]).toEqual([1316, 560, 'image/png']);
-    const meta = await sharp(ops.pathOf(r)).metadata();
+    const meta = await sharp(ops.pathOf(await ops.keep(r))).metadata();
     expect([meta.width, meta.height, meta.channels]).toEqual([1316, 560, 3]);
     expect(await ops.resize(r, 1316, 560)).toEqual(r);
     // A fresh instance (no cache) decodes from disk and produces the same bytes.
     const cold = new SharpImageOps(new MediaStore(path.join(tmp, 'media')), { cacheBytes: 0 });
-    expect((await cold.resize(ref, 1316, 560)).id).toBe(r.id);
+    expect((await cold.keep(await cold.resize(ref, 1316, 560))).id).toBe((await ops.keep(r)).id);
   });
 
   it('crop with a size stores only the resized crop, with the bytes crop-then-resize gives', async () => {
     const ref = await ops.importFile(GLASS);
     const box: [number, number, number, number] = [1001, 203, 1333, 517];
-    const fused = await ops.crop(ref, box, [504, 476]);
+    const fused = await ops.keep(await ops.crop(ref, box, [504, 476]));
     expect([fused.width, fused.height, fused.mime]).toEqual([504, 476, 'image/png']);
     // Only the original and the resized crop are in the store: the crop itself was never written.
     expect((await fsp.readdir(path.join(tmp, 'media'))).sort()).toEqual([ref.id, fused.id].sort());
@@ -230,9 +231,9 @@ describe('SharpImageOps crop and resize', () => {
     const want = pilResizeBicubicRGB(crop, 332, 314, 504, 476);
     expect(Buffer.compare((await rawOf(ops.pathOf(fused))).data, Buffer.from(want))).toBe(0);
     // The two-step path gives the same media id; a size equal to the box is a plain crop.
-    const twoStep = await ops.resize(await ops.crop(ref, box), 504, 476);
+    const twoStep = await ops.keep(await ops.resize(await ops.crop(ref, box), 504, 476));
     expect(twoStep.id).toBe(fused.id);
-    expect((await ops.crop(ref, box, [332, 314])).id).toBe((await ops.crop(ref, box)).id);
+    expect((await ops.keep(await ops.crop(ref, box, [332, 314]))).id).toBe((await ops.keep(await ops.crop(ref, box))).id);
     await expect(ops.crop(ref, box, [0, 10])).rejects.toThrow(new RegExp(`crop of ${ref.id}: target size must be positive integers`));
   });
 
@@ -250,8 +251,8 @@ describe('SharpImageOps crop and resize', () => {
       const png = await sharp(px, { raw: { width: w, height: h, channels: 3 } }).png().toBuffer();
       const a = await ops.importBytes(png);
       // A crop one row short is a derived image, encoded by the store; another instance encodes the same bytes.
-      const d = await ops.crop(a, [0, 0, w, h - 1]);
-      expect((await other.crop(await other.importBytes(png), [0, 0, w, h - 1])).id).toBe(d.id);
+      const d = await ops.keep(await ops.crop(a, [0, 0, w, h - 1]));
+      expect((await other.keep(await other.crop(await other.importBytes(png), [0, 0, w, h - 1]))).id).toBe(d.id);
       expect(Buffer.compare((await rawOf(ops.pathOf(d))).data, px.subarray(0, w * (h - 1) * 3))).toBe(0);
       stored[name] = (await fsp.stat(ops.pathOf(d))).size;
     }
@@ -268,12 +269,81 @@ describe('SharpImageOps crop and resize', () => {
       const pilOut = path.join(tmp, `pil-${w}.png`);
       execFileSync(py!, ['-c', `import sys\nfrom PIL import Image\nImage.open(sys.argv[1]).convert('RGB').resize((${w},${h}), Image.BICUBIC).save(sys.argv[2])`, GLASS, pilOut]);
       const theirs = await rawOf(pilOut);
-      const ours = await rawOf(ops.pathOf(await ops.resize(ref, w, h)));
+      const ours = await rawOf(ops.pathOf(await ops.keep(await ops.resize(ref, w, h))));
       expect(Buffer.compare(ours.data, theirs.data)).toBe(0);
-      const v = await rawOf(vips.pathOf(await vips.resize(vref, w, h)));
+      const v = await rawOf(vips.pathOf(await vips.keep(await vips.resize(vref, w, h))));
       let sum = 0;
       for (let i = 0; i < v.data.length; i++) sum += Math.abs(v.data[i]! - theirs.data[i]!);
       expect(sum / v.data.length).toBeLessThan(3);
     }
+  });
+});
+
+describe('SharpImageOps: derived images held in memory until kept', () => {
+  const mediaFiles = async () => (await fsp.readdir(path.join(tmp, 'media')).catch(() => [] as string[])).filter((f) => !f.startsWith('.')).sort();
+
+  it('never writes a derived image that is not kept; the next op and an engine read it from memory', async () => {
+    const ref = await ops.importFile(GLASS);
+    const r = await ops.resize(ref, 1316, 560);
+    const c = await ops.crop(r, [100, 50, 600, 400], [700, 490]);
+    const plain = await ops.crop(r, [0, 0, 10, 10]);
+    for (const h of [r, c, plain]) expect(isHeldRef(h)).toBe(true);
+    expect(isHeldRef(ref)).toBe(false);
+    // What an engine gets: no file, the pixels and the PNG bytes on demand.
+    const e = ops.engineImage(c);
+    expect(e.path).toBeUndefined();
+    const px = await e.pixels!();
+    const png = await e.bytes!();
+    expect(() => ops.pathOf(c)).toThrow(/held in memory and has no file yet; keep it first/);
+    // Still only the original on disk: resize, crop, zoom, pixels and bytes wrote nothing.
+    expect(await mediaFiles()).toEqual([ref.id]);
+    // The same pixels and bytes a keep then writes (identical pixels whichever way an engine reads them).
+    const kept = await ops.keep(c);
+    expect(Buffer.compare(await fsp.readFile(ops.pathOf(kept)), Buffer.from(png))).toBe(0);
+    expect(Buffer.compare((await rawOf(ops.pathOf(kept))).data, Buffer.from(px.data))).toBe(0);
+    expect(ops.engineImage(kept)).toEqual({ ...kept, path: ops.pathOf(kept) });
+    expect(await mediaFiles()).toEqual([ref.id, kept.id].sort());
+  });
+
+  it('writes a kept image exactly once, under the sha256 of its bytes, and finds it by either id afterwards', async () => {
+    const ref = await ops.importFile(GLASS);
+    const r = await ops.resize(ref, 812, 364);
+    const puts: string[] = [];
+    const media = ops.media;
+    const put = media.put.bind(media);
+    media.put = async (bytes, ext) => {
+      const out = await put(bytes, ext);
+      puts.push(out.id);
+      return out;
+    };
+    try {
+      const [a, b] = await Promise.all([ops.keep(r), ops.keep(r)]);
+      const c = await ops.keep(r);
+      expect(a).toEqual(b);
+      expect(c).toEqual(a);
+      expect(puts).toEqual([a.id]);
+      expect(a.id).toBe(`${createHash('sha256').update(await fsp.readFile(ops.pathOf(a))).digest('hex')}.png`);
+      expect(await ops.keep(a)).toBe(a);
+      // The held id still works after the keep (the loop's lists hold it until the episode ends).
+      const z1 = await ops.keep(await ops.crop(r, [10, 10, 300, 200], [400, 300]));
+      const z2 = await ops.keep(await ops.crop(a, [10, 10, 300, 200], [400, 300]));
+      expect(z1.id).toBe(z2.id);
+    } finally {
+      media.put = put;
+    }
+  });
+
+  it('past its held limit writes the oldest held images instead of dropping them', async () => {
+    const small = new SharpImageOps(new MediaStore(path.join(tmp, 'media')), { heldBytes: 1_000_000, cacheBytes: 0 });
+    const ref = await small.importFile(GLASS);
+    const first = await small.resize(ref, 600, 300); // 540 000 bytes
+    const second = await small.resize(ref, 601, 300); // over the limit: the first is written
+    await expect.poll(async () => (await mediaFiles()).length, { timeout: 5000 }).toBe(2);
+    // Both still usable by their held ids; the first now reads from its file.
+    const k1 = await small.keep(first);
+    expect(await mediaFiles()).toContain(k1.id);
+    expect(isHeldRef(second)).toBe(true);
+    expect((await small.crop(first, [0, 0, 10, 10])).width).toBe(10);
+    await expect(small.keep({ ...first, id: 'mem-000000000000000000000000.png' })).rejects.toThrow(/no image is held under this id here/);
   });
 });

@@ -20,13 +20,15 @@
  * near-1 zoom resize of a detailed image (tests/bench/imageops.bench.ts). Decoding (libjpeg-turbo /
  * mozjpeg, libpng, libwebp) gave pixels identical to Pillow 9.4 on the bench JPEG. Sizes never differ.
  */
+import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import sharp, { type Metadata, type Sharp } from 'sharp';
 import type { MediaRef } from '../../app/contract/trajectory';
-import type { ImageOps } from '../../app/tools/imageOps';
+import type { EngineImage } from '../../app/engines/types';
+import { isHeldRef, type ImageOps } from '../../app/tools/imageOps';
 import type { MediaStore } from '../../app/workspace/mediaStore';
 import { pilResizeBicubicRGBParallel } from './pilResampleParallel';
 
@@ -77,6 +79,21 @@ export interface SharpImageOpsOptions {
   pngCompressionLevel?: number | 'auto';
   /** 'pillow' (default): byte-identical to PIL BICUBIC; 'libvips': sharp's cubic, faster, not identical. */
   resampler?: 'pillow' | 'libvips';
+  /**
+   * Bytes of pixels of derived images held in memory and not yet kept (default 512 MiB). Past it, the oldest are
+   * kept (written, as `keep` would) and their pixels dropped, so nothing held is ever lost.
+   */
+  heldBytes?: number;
+}
+
+/** Held ids of kept images remembered (what they were kept as); the oldest are forgotten past this many. */
+const KEPT_IDS = 16384;
+
+/** A derived image held in memory: its pixels, and once asked for, its PNG bytes and its stored ref. */
+interface Held {
+  d: Decoded;
+  png?: Promise<Buffer>;
+  kept?: Promise<MediaRef>;
 }
 
 const deflate = promisify(zlib.deflate);
@@ -122,6 +139,12 @@ export class SharpImageOps implements ImageOps {
   readonly resampler: 'pillow' | 'libvips';
   private readonly cache = new Map<string, Decoded>();
   private cached = 0;
+  private readonly heldLimit: number;
+  /** Derived images held in memory by held id, oldest first (`isHeldRef`). */
+  private readonly held = new Map<string, Held>();
+  private heldTotal = 0;
+  /** Held ids whose image was kept and whose pixels left `held`: the stored ref they became. */
+  private readonly keptAs = new Map<string, Promise<MediaRef>>();
 
   constructor(
     readonly media: MediaStore,
@@ -131,10 +154,79 @@ export class SharpImageOps implements ImageOps {
     this.cacheBytes = opts.cacheBytes ?? 256 * 1024 * 1024;
     this.pngLevel = opts.pngCompressionLevel ?? 'auto';
     this.resampler = opts.resampler ?? 'pillow';
+    this.heldLimit = opts.heldBytes ?? 512 * 1024 * 1024;
   }
 
   pathOf(ref: MediaRef): string {
+    if (isHeldRef(ref)) throw new ImageError('not-found', `media ${ref.id} is held in memory and has no file yet; keep it first`);
     return this.media.pathOf(ref.id);
+  }
+
+  /** Hold derived pixels in memory under a new held id; nothing is encoded or written (see `keep`). */
+  private hold(d: Decoded): MediaRef {
+    const id = `mem-${randomBytes(12).toString('hex')}.png`;
+    this.held.set(id, { d });
+    this.heldTotal += d.data.length;
+    // Over the limit: the oldest held images are kept (written) and leave memory; none is dropped unwritten.
+    let excess = this.heldTotal - this.heldLimit;
+    for (const [k, h] of this.held) {
+      if (excess <= 0 || k === id) break;
+      excess -= h.d.data.length;
+      if (!h.kept) void this.keepHeld(k, h).catch(() => undefined); // a failure is reported to whoever keeps or reads it next
+    }
+    return { id, width: d.width, height: d.height, mime: 'image/png' };
+  }
+
+  private heldOf(ref: MediaRef): Held | undefined {
+    return this.held.get(ref.id);
+  }
+
+  /** The PNG bytes a held image is stored as (encoded once: `keep` and an engine's data URL share them). */
+  private pngOf(h: Held): Promise<Buffer> {
+    h.png ??= this.encodePng(h.d);
+    return h.png;
+  }
+
+  private keepHeld(id: string, h: Held): Promise<MediaRef> {
+    h.kept ??= (async () => {
+      const put = await this.media.put(await this.pngOf(h), 'png');
+      this.remember(put.id, h.d);
+      const ref: MediaRef = { id: put.id, width: h.d.width, height: h.d.height, mime: 'image/png' };
+      this.keptAs.set(id, Promise.resolve(ref));
+      // Bounded: a held id is used for the length of an episode, not forever (an old one then fails clearly).
+      if (this.keptAs.size > KEPT_IDS) this.keptAs.delete(this.keptAs.keys().next().value!);
+      if (this.held.delete(id)) this.heldTotal -= h.d.data.length;
+      return ref;
+    })();
+    return h.kept;
+  }
+
+  keep(ref: MediaRef): Promise<MediaRef> {
+    if (!isHeldRef(ref)) return Promise.resolve(ref);
+    const h = this.heldOf(ref);
+    if (h) return this.keepHeld(ref.id, h);
+    return this.keptAs.get(ref.id) ?? Promise.reject(this.unknownHeld(ref));
+  }
+
+  private unknownHeld(ref: MediaRef): ImageError {
+    return new ImageError('not-found', `media ${ref.id}: no image is held under this id here (held images live in the ImageOps that made them)`);
+  }
+
+  /** A held image's pixels (engines in this process read them instead of a file). */
+  async pixelsOf(ref: MediaRef): Promise<Decoded> {
+    return this.decode(ref);
+  }
+
+  /** A held image's PNG bytes, the same bytes `keep` writes. */
+  async bytesOf(ref: MediaRef): Promise<Buffer> {
+    const h = this.heldOf(ref);
+    if (h) return this.pngOf(h);
+    return this.media.read((await this.keep(ref)).id);
+  }
+
+  engineImage(ref: MediaRef): EngineImage {
+    if (!isHeldRef(ref)) return { ...ref, path: this.pathOf(ref) };
+    return { ...ref, pixels: () => this.pixelsOf(ref), bytes: () => this.bytesOf(ref) };
   }
 
   async importFile(file: string): Promise<MediaRef> {
@@ -219,12 +311,17 @@ export class SharpImageOps implements ImageOps {
     return this.storeDecoded(decoded);
   }
 
-  private async storeDecoded(d: Decoded): Promise<MediaRef> {
+  /** The PNG a derived image is stored as: deterministic, so the same pixels always give the same bytes (and id). */
+  private async encodePng(d: Decoded): Promise<Buffer> {
     const level = this.pngLevel === 'auto' ? await pngLevelFor(d.data, d.width, d.height) : this.pngLevel;
-    const png = await sharp(d.data, { raw: { width: d.width, height: d.height, channels: 3 } })
+    return sharp(d.data, { raw: { width: d.width, height: d.height, channels: 3 } })
       .png({ compressionLevel: level, adaptiveFiltering: false })
       .toBuffer();
-    const put = await this.media.put(png, 'png');
+  }
+
+  /** Store decoded pixels at once (an import whose pixels needed normalizing: an original, not a derived image). */
+  private async storeDecoded(d: Decoded): Promise<MediaRef> {
+    const put = await this.media.put(await this.encodePng(d), 'png');
     this.remember(put.id, d);
     return { id: put.id, width: d.width, height: d.height, mime: 'image/png' };
   }
@@ -241,8 +338,15 @@ export class SharpImageOps implements ImageOps {
     }
   }
 
-  /** Decoded pixels of a stored media file (from the cache when recent). */
+  /** Decoded pixels of a held image or a stored media file (from the cache when recent). */
   async decode(ref: MediaRef): Promise<Decoded> {
+    if (isHeldRef(ref)) {
+      const h = this.heldOf(ref);
+      if (h) return h.d;
+      const kept = this.keptAs.get(ref.id);
+      if (!kept) throw this.unknownHeld(ref);
+      return this.decode(await kept);
+    }
     const hit = this.cache.get(ref.id);
     if (hit) {
       this.cache.delete(ref.id);
@@ -266,7 +370,7 @@ export class SharpImageOps implements ImageOps {
     this.checkSize(`resize of ${src.id}`, width, height);
     const d = await this.decode(src);
     if (d.width === width && d.height === height) return { id: src.id, width, height, mime: src.mime ?? 'image/png' };
-    return this.storeDecoded(await this.resizePixels(d, width, height));
+    return this.hold(await this.resizePixels(d, width, height));
   }
 
   private checkSize(what: string, width: number, height: number): void {
@@ -310,8 +414,8 @@ export class SharpImageOps implements ImageOps {
       d.data.copy(data, y * rowBytes, from, from + rowBytes);
     }
     const cropped = { data, width: cw, height: chh };
-    // With a size, the crop is an intermediate: only its resize is encoded and stored.
-    if (size && (size[0] !== cw || size[1] !== chh)) return this.storeDecoded(await this.resizePixels(cropped, size[0], size[1]));
-    return this.storeDecoded(cropped);
+    // With a size, the crop is an intermediate: only its resize is held.
+    if (size && (size[0] !== cw || size[1] !== chh)) return this.hold(await this.resizePixels(cropped, size[0], size[1]));
+    return this.hold(cropped);
   }
 }

@@ -27,8 +27,8 @@ describe('WorkerImageOps', () => {
     const spy = vi.spyOn(w, 'durable');
     try {
       const a = await w.importFile(GLASS);
-      const r = await w.resize(a, 350, 151);
-      // Whole in place as soon as the call answers.
+      const r = await w.keep(await w.resize(a, 350, 151));
+      // Whole in place as soon as the keep answers.
       expect((await fsp.stat(w.pathOf(r))).size).toBeGreaterThan(0);
       await media.durable();
       expect(spy).toHaveBeenCalledTimes(1);
@@ -49,18 +49,61 @@ describe('WorkerImageOps', () => {
       const b = await inline.importFile(GLASS);
       expect(a).toEqual(b);
       const [ra, rb] = await Promise.all([w.resize(a, 700, 302), inline.resize(b, 700, 302)]);
-      expect(ra).toEqual(rb);
+      // Held (random ids) until kept; kept, the same content id either way.
+      expect(ra.id).not.toBe(rb.id);
+      expect(await w.keep(ra)).toEqual(await inline.keep(rb));
+      // With 2 workers, an op on a held image reaches the worker that holds it (held by the resize's key).
       const ca = await w.crop(ra, [10, 20, 300, 200]);
-      expect(ca).toEqual(await inline.crop(rb, [10, 20, 300, 200]));
-      expect(await fsp.stat(w.pathOf(ca))).toBeTruthy();
+      const kca = await w.keep(ca);
+      expect(kca).toEqual(await inline.keep(await inline.crop(rb, [10, 20, 300, 200])));
+      expect(await fsp.stat(w.pathOf(kca))).toBeTruthy();
       // Crop and zoom in one call crosses the worker boundary with its size.
       const za = await w.crop(ra, [10, 20, 300, 200], [406, 252]);
       expect([za.width, za.height]).toEqual([406, 252]);
-      expect(za).toEqual(await inline.crop(rb, [10, 20, 300, 200], [406, 252]));
+      const zb = await inline.crop(rb, [10, 20, 300, 200], [406, 252]);
+      // An engine gets identical pixels and PNG bytes from the worker as in-process.
+      const [pa, pb] = await Promise.all([w.engineImage(za).pixels!(), inline.engineImage(zb).pixels!()]);
+      expect(Buffer.compare(Buffer.from(pa.data), Buffer.from(pb.data))).toBe(0);
+      expect([pa.width, pa.height]).toEqual([406, 252]);
+      const [ba, bb] = await Promise.all([w.engineImage(za).bytes!(), inline.engineImage(zb).bytes!()]);
+      expect(Buffer.compare(Buffer.from(ba), Buffer.from(bb))).toBe(0);
+      expect(await w.keep(za)).toEqual(await inline.keep(zb));
       const err = await w.importFile(path.join(tmp, 'missing.jpg')).then(() => null, (e: unknown) => e);
       expect(err).toBeInstanceOf(ImageError);
       expect((err as ImageError).code).toBe('not-found');
       expect((err as ImageError).message).toMatch(/missing\.jpg: cannot read the image/);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+describe('WorkerImageOps: held images', () => {
+  it('writes nothing for a held image until it is kept, and a kept one is found again after its worker stopped', async () => {
+    const media = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
+    const w = new WorkerImageOps(media, { idleMs: 40 });
+    const files = async () => (await fsp.readdir(media.dir)).filter((f) => !f.startsWith('.')).sort();
+    try {
+      const a = await w.importFile(GLASS);
+      const r = await w.resize(a, 640, 277);
+      const z = await w.crop(r, [10, 10, 330, 210], [480, 300]);
+      await w.engineImage(z).pixels!();
+      await w.engineImage(r).bytes!();
+      expect(() => w.pathOf(r)).toThrow(/held in memory/);
+      expect(await files()).toEqual([a.id]);
+      const [k1, k2] = await Promise.all([w.keep(r), w.keep(r)]);
+      expect(k1).toEqual(k2);
+      expect(await files()).toEqual([a.id, k1.id].sort());
+      // The worker stops when idle; the held id of a kept image still works (it reads the stored file now).
+      const live = () => (w as unknown as { pool: WorkerPool<never> }).pool.liveWorkers;
+      for (let i = 0; i < 200 && live() > 0; i++) await sleep(20);
+      expect(live()).toBe(0);
+      const again = await w.keep(await w.crop(r, [10, 10, 330, 210], [480, 300]));
+      expect([again.width, again.height]).toEqual([480, 300]);
+      expect(await files()).toContain(again.id);
+      expect((await w.engineImage(r).pixels!()).data.length).toBe(640 * 277 * 3);
+      // An unkept held image is gone with its worker: a clear error, not a wrong image.
+      await expect(w.keep(z)).rejects.toThrow(/no image is held under this id here/);
     } finally {
       await w.close();
     }

@@ -1,9 +1,10 @@
 /**
  * Image pipeline benchmark: decode a 4K JPEG → smart_resize (eval initial bounds) → resize →
  * crop the padded box → smart_resize (eval zoom bounds) → resize, with sharp vs Pillow (the
- * reference's library), median of ≥ 15 runs each, plus the full Loupe path (store + hash + PNG
- * encode) in-process vs on a worker thread, the event-loop lag each causes, and how far sharp's
- * bicubic output is from Pillow's.
+ * reference's library), median of ≥ 15 runs each, plus the Loupe path through ImageOps (the import
+ * stored; the resize and the zoom held in memory, as the agent loop uses them; and the same with both
+ * kept: PNG encode + hash + write) in-process vs on a worker thread, the event-loop lag each causes,
+ * and how far sharp's bicubic output is from Pillow's.
  *
  * The 4K JPEG is generated deterministically (seeded shapes + per-pixel noise), so runs compare.
  * Run alone: `node --import tsx -e "import('./tests/bench/imageops.bench.ts').then(async m => console.table(await m.bench()))"`.
@@ -94,14 +95,18 @@ async function sharpPipeline(jpeg: Buffer, resampler: Resampler): Promise<{ data
   return { data: out, resized, cropBox, zoom };
 }
 
-/** The full Loupe path through ImageOps (import + store, resize + PNG + store, crop, zoom resize). */
-async function opsPipeline(ops: ImageOps, jpeg: Buffer): Promise<void> {
+/**
+ * The Loupe path through ImageOps, as the agent loop runs it: import (stored), resize, crop and zoom in one call
+ * (both held in memory, what the next op and the engine read). With `keep`, then also what a record finally waits
+ * for: the resize and the zoom kept (PNG + sha256 + write), which the loop does in the background while the engine runs.
+ */
+async function opsPipeline(ops: ImageOps, jpeg: Buffer, keep = false): Promise<void> {
   const orig = await ops.importBytes(jpeg);
   const [w, h] = resizeWithPreset([orig.width, orig.height], 'eval_initial');
   const r = await ops.resize(orig, w, h);
   const { cropBox, zoom } = geometry([w, h]);
-  // As the agent loop does it: crop and zoom in one call (the crop itself is never stored).
-  await ops.crop(r, cropBox as [number, number, number, number], zoom);
+  const z = await ops.crop(r, cropBox as [number, number, number, number], zoom);
+  if (keep) await Promise.all([ops.keep(r), ops.keep(z)]);
 }
 
 /**
@@ -254,28 +259,28 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
       await m.durable();
       await fsp.rm(m.dir, { recursive: true, force: true });
     };
-    const timedFresh = (m: MediaStore, ops: ImageOps, durable: boolean) => async () => {
+    const timedFresh = (m: MediaStore, ops: ImageOps, keep: boolean, durable: boolean) => async () => {
       await fresh(m);
       const t0 = performance.now();
-      await opsPipeline(ops, jpeg);
+      await opsPipeline(ops, jpeg, keep);
       if (durable) await m.durable();
       return performance.now() - t0;
     };
     const full = await interleaved([
-      { name: 'vips', run: timedFresh(vipsMedia, vipsOps, false) },
-      { name: 'each', run: timedFresh(eachMedia, eachOps, false) },
-      { name: 'pil', run: timedFresh(pilMedia, pilOps, false) },
-      { name: 'pil-durable', run: timedFresh(pilMedia, pilOps, true) },
-      { name: 'worker', run: timedFresh(workerMedia, worker, false) },
-      { name: 'worker-durable', run: timedFresh(workerMedia, worker, true) },
+      { name: 'vips', run: timedFresh(vipsMedia, vipsOps, false, false) },
+      { name: 'each', run: timedFresh(eachMedia, eachOps, true, false) },
+      { name: 'pil', run: timedFresh(pilMedia, pilOps, false, false) },
+      { name: 'pil-kept', run: timedFresh(pilMedia, pilOps, true, true) },
+      { name: 'worker', run: timedFresh(workerMedia, worker, false, false) },
+      { name: 'worker-kept', run: timedFresh(workerMedia, worker, true, true) },
     ]);
     const fullRows: Array<[string, string, string]> = [
-      ['vips', 'ImageOps in-process, libvips resize', 'full path: import + 2 PNG encodes (the resize; the crop and its zoom in one call) + sha256 + media writes into an emptied store each run (whole files in place; fsync in the background, as the workspace does)'],
-      ['each', 'ImageOps in-process, Pillow-exact, every media write fsync’d before the call answers', 'the path before background fsync (MediaStore durability each), for comparison'],
-      ['pil', 'ImageOps in-process, Pillow-exact resize (worker threads)', 'same path, default resampler (the CLI path)'],
-      ['pil-durable', 'the same, then waiting for the media fsyncs', 'ends when media.durable() does (what a record sync waits for)'],
+      ['vips', 'ImageOps in-process, libvips resize', 'the loop’s path: import (JPEG stored: sha256 + write into an emptied store each run) + resize + crop and zoom in one call, both held in memory (what the next op and the engine read)'],
+      ['each', 'ImageOps in-process, Pillow-exact, resize and zoom kept at once, every media write fsync’d before the call answers', 'the path before derived images were held and before background fsync (MediaStore durability each), for comparison'],
+      ['pil', 'ImageOps in-process, Pillow-exact resize (worker threads)', 'the loop’s path, default resampler (the CLI path)'],
+      ['pil-kept', 'the same, then the resize and the zoom kept and fsync’d', '+ 2 PNG encodes + sha256 + writes + media.durable(): what a record finally waits for (the loop keeps in the background, during the engine call)'],
       ['worker', 'ImageOps on 1 worker thread, Pillow-exact resize', 'createImageOps() default (the Demo path)'],
-      ['worker-durable', 'the same, then waiting for the media fsyncs', 'ends when media.durable() (and so the worker’s) does'],
+      ['worker-kept', 'the same, then the resize and the zoom kept and fsync’d', 'as above, in the worker'],
     ];
     for (const [k, label, extra] of fullRows) {
       const r = full.get(k)!;

@@ -8,7 +8,7 @@
  * - crash: if the worker dies, pending calls reject with EngineError('crash') and the next call starts a new worker;
  * - idle: after `idleMs` without calls the worker is ended (memory back) and restarted on demand.
  */
-import type { AttentionRequest, AttentionResult, Engine, EngineInfo, GenerateRequest, GenerateResult } from '../types';
+import type { AttentionRequest, AttentionResult, ChatContent, ChatMessage, Engine, EngineImage, EngineInfo, GenerateRequest, GenerateResult } from '../types';
 import { EngineError, type EngineErrorKind } from '../errors';
 import type { LoadOptions, WorkerEvent, WorkerRequest } from './protocol';
 import type { EngineTransport, EngineTransportFactory } from './transport';
@@ -143,7 +143,8 @@ export class LocalEngine implements Engine {
     try {
       t = await this.ensure();
       req.signal?.addEventListener('abort', onAbort, { once: true });
-      const { messages, prompt, maxTokens, temperature, topP, topK, stop, seed, minPixels, maxPixels } = req;
+      const { prompt, maxTokens, temperature, topP, topK, stop, seed, minPixels, maxPixels } = req;
+      const messages = await wireMessages(req.messages);
       const run = this.call(
         t,
         {
@@ -234,4 +235,31 @@ export class LocalEngine implements Engine {
     }
     await t.terminate();
   }
+}
+
+/**
+ * The messages as they cross to the worker: a held image (no file) goes as its pixels (`rgb`), fetched once here;
+ * the functions an in-process EngineImage carries stay behind (they cannot be cloned).
+ */
+async function wireMessages(messages: ChatMessage[]): Promise<ChatMessage[]> {
+  const wire = async (img: EngineImage): Promise<EngineImage> => {
+    const plain: EngineImage = { ...img };
+    delete plain.pixels;
+    delete plain.bytes;
+    if (plain.path !== undefined || plain.rgb) return plain;
+    const pixels = img.pixels;
+    if (!pixels) throw new EngineError('bad_request', `image ${img.id} has neither a file nor pixels`);
+    return { ...plain, rgb: await pixels() };
+  };
+  const out: ChatMessage[] = [];
+  for (const m of messages) {
+    const content: ChatContent[] = [];
+    for (const c of m.content) {
+      if (c.type === 'image') content.push({ type: 'image', image: await wire(c.image) });
+      else if (c.type === 'video') content.push({ type: 'video', frames: await Promise.all(c.frames.map(wire)) });
+      else content.push(c);
+    }
+    out.push({ ...m, content });
+  }
+  return out;
 }

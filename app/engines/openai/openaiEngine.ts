@@ -50,6 +50,12 @@ type Part = { type: 'text'; text: string } | { type: 'image_url'; image_url: { u
 const MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp', '.gif': 'image/gif' };
 
 async function dataUrl(img: EngineImage): Promise<string> {
+  // A held image (no file yet) is sent as the PNG bytes its ImageOps encodes once, the same bytes a keep writes.
+  if (img.path === undefined) {
+    if (!img.bytes) throw new EngineError('bad_request', `image ${img.id} has neither a file nor bytes`);
+    const bytes = await img.bytes();
+    return `data:${img.mime ?? 'image/png'};base64,${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')}`;
+  }
   const mime = img.mime ?? MIME[path.extname(img.path).toLowerCase()] ?? 'image/png';
   let buf: Buffer;
   try {

@@ -465,14 +465,16 @@ async function runLocked(
   /** A sample's input, prepared when it starts or ahead of it: its media list (or why it has none) and their preparation. */
   type Input = { media: EpisodeMedia; ready: Promise<PreparedEpisodeMedia> } | { error: Error };
   const ahead = new Map<number, Input>();
-  const prepare = (sample: BenchSample): Input => {
+  const prepare = (sample: BenchSample, early: boolean): Input => {
     let media: EpisodeMedia;
     try {
       media = episodeMedia(sample);
     } catch (err) {
       return { error: err as Error };
     }
-    const ready = prepareEpisodeMedia({ media, imageOps: opts.imageOps, settings: episodeSettings, signal: stop.signal });
+    // Prepared ahead, the images' keeps (writes) start too, off the episode's path; a sample prepared when it starts
+    // leaves that to the episode, which overlaps it with the engine call. Either way the episode awaits them.
+    const ready = prepareEpisodeMedia({ media, imageOps: opts.imageOps, settings: episodeSettings, signal: stop.signal, keep: early });
     ready.catch(() => undefined); // awaited by the sample's episode (or left unused on cancel)
     return { media, ready };
   };
@@ -480,13 +482,13 @@ async function runLocked(
   const fillAhead = () => {
     for (let i = next; i < Math.min(todo.length, next + lookahead); i++) {
       if (stop.signal.aborted) return;
-      if (!ahead.has(i)) ahead.set(i, prepare(todo[i]!));
+      if (!ahead.has(i)) ahead.set(i, prepare(todo[i]!, true));
     }
   };
   const inputFor = (i: number): Input => {
     const have = ahead.get(i);
     ahead.delete(i);
-    return have ?? prepare(todo[i]!);
+    return have ?? prepare(todo[i]!, false);
   };
 
   let next = 0;
@@ -581,7 +583,7 @@ async function runLocked(
     opts.signal?.removeEventListener('abort', onOuterAbort);
     // Preparations left unused (cancel, a stop on engine errors) finish before the run is closed: nothing writes
     // into the workspace after the runner returns. Their media files stay, unreferenced and harmless.
-    await Promise.allSettled([...ahead.values()].map((i) => ('ready' in i ? i.ready : null)));
+    await Promise.allSettled([...ahead.values()].map((i) => ('ready' in i ? i.ready.then((r) => r.writes) : null)));
     ahead.clear();
     await handle.close();
   }

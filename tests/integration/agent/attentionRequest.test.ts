@@ -9,6 +9,7 @@ import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runEpisode, ScriptedEngine } from '../../../app/agent';
 import { AttentionRequestError, attentionRequestFor } from '../../../app/agent/attentionRequest';
@@ -45,7 +46,17 @@ describe('attentionRequestFor', () => {
         const req = attentionRequestFor(t, k, d, (m) => ops.pathOf(m), { maxPixels: 200_000 });
         const sent = engine.requests[k]!;
         expect(req.prompt).toBe(sent.prompt);
-        expect(JSON.stringify(req.messages)).toBe(JSON.stringify(sent.messages));
+        // The same messages, image for image: the loop sent the images held in memory, the rebuilt request names
+        // the files they were kept as, with the same pixels.
+        const shape = (ms: typeof req.messages) => JSON.stringify(ms, (key, v: unknown) => (key === 'image' ? { w: (v as { width: number }).width, h: (v as { height: number }).height } : v));
+        expect(shape(req.messages)).toBe(shape(sent.messages));
+        const imgs = (ms: typeof req.messages) => ms.flatMap((m) => m.content.flatMap((c) => (c.type === 'image' ? [c.image] : [])));
+        const [got, live] = [imgs(req.messages), imgs(sent.messages)];
+        expect(got.length).toBe(live.length);
+        for (let i = 0; i < got.length; i++) {
+          const file = await sharp(got[i]!.path!).raw().toBuffer();
+          expect(Buffer.compare(file, Buffer.from((await live[i]!.pixels!()).data))).toBe(0);
+        }
         expect(req.maxPixels).toBe(200_000);
         expect(req.imageIndex).toBe(k); // turn 2 crops image 2, the first crop
         expect(req.completion).toBe(t.turns[k]!.text);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleRecord, Trajectory } from '../../../app/contract/trajectory';
 import { getDialect } from '../../../app/protocol';
 import { Workspace } from '../../../app/workspace';
+import { isHeldRef, type ImageOps } from '../../../app/tools/imageOps';
 import { SharpImageOps } from '../../../native/image/sharpImageOps';
 import { pilResizeBicubicRGB } from '../../../native/image/pilResample';
 import { countCalls, runEpisode, ScriptedEngine, type EpisodeEvent, type RunEpisodeOptions } from '../../../app/agent';
@@ -85,8 +87,26 @@ describe('runEpisode with Pixel Reasoner on a real photo', () => {
     const lastUser = r2!.messages.at(-1)!;
     expect(lastUser.role).toBe('user');
     const img = lastUser.content.find((x) => x.type === 'image');
-    expect(img && img.type === 'image' && img.image.path).toBe(ops.pathOf(c.produced[0]!));
-    expect((await fsp.stat(ops.pathOf(c.produced[0]!))).isFile()).toBe(true);
+    // The engine got the crop held in memory (no file on its path), with exactly the pixels and bytes then stored.
+    if (!img || img.type !== 'image') throw new Error('no image in the observation');
+    expect(img.image.path).toBeUndefined();
+    expect(isHeldRef(img.image)).toBe(true);
+    expect(Buffer.compare(Buffer.from((await img.image.pixels!()).data), expected)).toBe(0);
+    expect(Buffer.compare(Buffer.from(await img.image.bytes!()), await fsp.readFile(ops.pathOf(c.produced[0]!)))).toBe(0);
+    const first = r1!.messages[1]!.content.find((x) => x.type === 'image');
+    expect(first && first.type === 'image' && isHeldRef(first.image)).toBe(true);
+    // The trajectory and every event name only stored media: the files exist, named by their sha256.
+    const named = [...t.media, ...t.originals, ...c.produced];
+    for (const e of events) {
+      if (e.type === 'episode-start') named.push(...e.media, ...e.originals);
+      if (e.type === 'call-executed') named.push(...e.call.produced);
+      if (e.type === 'turn-end') named.push(...(e.turn.call?.produced ?? []));
+    }
+    expect(named.length).toBe(3 + 2 + 1 + 1);
+    for (const m of named) {
+      expect(isHeldRef(m)).toBe(false);
+      expect(m.id.split('.')[0]).toBe(createHash('sha256').update(await fsp.readFile(ops.pathOf(m))).digest('hex'));
+    }
 
     // Events arrive in order, with token deltas that add up to each turn's text.
     const types = events.map((e) => e.type).filter((x) => x !== 'token');
@@ -258,6 +278,33 @@ describe('step mode', () => {
 });
 
 describe('trajectories in the run store', () => {
+  it('an image the store cannot write ends the episode as an error saying so, naming no unstored image', async () => {
+    const failing: ImageOps = {
+      importFile: (p) => ops.importFile(p),
+      importBytes: (b) => ops.importBytes(b),
+      resize: (r, w, h) => ops.resize(r, w, h),
+      crop: (r, b, z) => ops.crop(r, b, z),
+      engineImage: (r) => ops.engineImage(r),
+      pathOf: (r) => ops.pathOf(r),
+      keep: async (r) => {
+        if (isHeldRef(r)) throw new Error('ENOSPC: no space left on device, write');
+        return r;
+      },
+    };
+    const { t, events, engine } = await run([`Look.\n${crop([0.4, 0.3, 0.6, 0.7])}`, 'It is red.\n\\boxed{red}'], { imageOps: failing });
+    // The engine still saw both images (from memory); what ran is kept in the trajectory, minus the unstored images.
+    expect(engine.requests).toHaveLength(2);
+    expect(t.stopReason).toBe('error');
+    expect(t.error).toMatch(/^storing the episode's images: ENOSPC: no space left on device/);
+    expect(t.turns).toHaveLength(2);
+    expect(t.originals).toHaveLength(1);
+    expect(t.media).toEqual([]);
+    expect(t.turns[0]!.call!.produced).toEqual([]);
+    const start = events.find((e) => e.type === 'episode-start');
+    expect(start && start.type === 'episode-start' && start.media).toEqual([]);
+    expect(events.at(-1)!.type).toBe('done');
+  });
+
   it('writes each episode as a sample and reads it back identically', async () => {
     const runs: Trajectory[] = [];
     runs.push((await run([crop([0.4, 0.3, 0.6, 0.7]), '\\boxed{red}'])).t);

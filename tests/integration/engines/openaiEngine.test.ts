@@ -3,12 +3,17 @@
  * and through a fault proxy: retries on 429/500/reset, clear per-request errors, timeouts instead of hangs, cancel,
  * stop strings and the concurrency limit.
  */
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MediaStore } from '../../../app/workspace/mediaStore';
+import { SharpImageOps } from '../../../native/image/sharpImageOps';
 import { LocalEngine } from '../../../app/engines/local/localEngine';
 import { OpenAIEngine, type OpenAIEngineOptions } from '../../../app/engines/openai/openaiEngine';
 import { startOpenAIServer, type OpenAIServer } from '../../../app/engines/serve/openaiServer';
 import { EngineError } from '../../../app/engines/errors';
-import type { GenerateResult } from '../../../app/engines/types';
+import type { EngineImage, GenerateResult } from '../../../app/engines/types';
 import { workerThreadTransportFactory } from '../../../native/engine/workerThreadTransport';
 import { startFaultProxy, type Fault, type FaultProxy } from './faultProxy';
 import { TINY_DIR, greedy, parity } from './parityFixture';
@@ -63,6 +68,34 @@ describe('OpenAIEngine ↔ serve-model', () => {
     expect(viaHttp.promptTokens).toBe(multi.input_ids.length);
     expect(viaHttp.text).toBe(direct.text);
     expect(direct.tokens).toEqual(multi.generated);
+  });
+
+  it('an image held in memory (no file) gives the same tokens as its file, through the local engine (RGB pixels) and over HTTP (PNG bytes)', async () => {
+    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'loupe-held-engine-'));
+    try {
+      const ops = new SharpImageOps(new MediaStore(path.join(tmp, 'media')));
+      // A full-frame crop: a derived image with exactly the file's pixels, held, never written.
+      const held = new Map<string, EngineImage>();
+      const stored = new Set<string>();
+      for (const f of multi.images) {
+        const ref = await ops.importFile(path.join(TINY_DIR, f));
+        stored.add(ref.id);
+        const crop = await ops.crop(ref, [0, 0, ref.width, ref.height]);
+        held.set(f, ops.engineImage(crop));
+      }
+      const req = greedy(multi);
+      const heldReq = { ...req, messages: req.messages.map((m) => ({ ...m, content: m.content.map((c) => (c.type === 'image' ? { ...c, image: held.get(c.image.id)! } : c)) })) };
+      expect(heldReq.messages.flatMap((m) => m.content).filter((c) => c.type === 'image' && c.image.path === undefined && c.image.pixels)).toHaveLength(multi.images.length);
+      const direct = await local.generate(heldReq);
+      expect(direct.tokens).toEqual(multi.generated);
+      expect(direct.promptTokens).toBe(multi.input_ids.length);
+      const engine = new OpenAIEngine({ baseURL: server.url, model: 'tiny-random-qwen25vl', apiKey: server.apiKey! });
+      expect((await engine.generate(heldReq)).text).toBe(direct.text);
+      // Nothing but the imported originals was written.
+      expect((await fsp.readdir(path.join(tmp, 'media'))).filter((f) => !f.startsWith('.')).sort()).toEqual([...stored].sort());
+    } finally {
+      await fsp.rm(tmp, { recursive: true, force: true });
+    }
   });
 
   it('applies stop strings', async () => {

@@ -183,7 +183,7 @@ describe('serve-model: media cache', () => {
     expect(st.uid).toBe(process.getuid!());
     expect((await post(server, ask([{ type: 'image_url', image_url: { url: dataUrl(PNG) } }]))).status).toBe(200);
     const got = engine.requests[0]!.messages[0]!.content[0]!;
-    expect(got.type === 'image' && path.dirname(got.image.path)).toBe(dir);
+    expect(got.type === 'image' && path.dirname(got.image.path ?? '')).toBe(dir);
     await server.close();
     expect(fs.existsSync(dir)).toBe(false);
   });
@@ -216,7 +216,7 @@ describe('serve-model: media cache', () => {
       expect((await post(server, ask([{ type: 'image_url', image_url: { url: dataUrl(PNG) } }]))).status).toBe(200);
       const got = engine.requests[0]!.messages[0]!.content[0]!;
       if (got.type !== 'image') throw new Error('no image reached the engine');
-      expect(sha(fs.readFileSync(got.image.path))).toBe(sha(PNG));
+      expect(sha(fs.readFileSync(got.image.path!))).toBe(sha(PNG));
     } finally {
       await server.close();
     }

@@ -12,7 +12,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MediaRef, SampleRecord } from '../../../app/contract/trajectory';
 import type { Engine } from '../../../app/engines/types';
-import type { ImageOps } from '../../../app/tools/imageOps';
+import { isHeldRef, type ImageOps } from '../../../app/tools/imageOps';
 import { expandPlan, type ModelSpec } from '../../../app/sweeps/plan';
 import { replayEngine, runSweep, type EngineFactory, type ReplayBook, type RunnerOptions } from '../../../app/sweeps/runner';
 import { Workspace } from '../../../app/workspace';
@@ -56,8 +56,9 @@ afterAll(async () => {
 /** What happened, in order: imports started/ended (by question image) and engine calls started/ended (by qid). */
 type Log = string[];
 
-/** The real ImageOps, logging each import and counting the ones still running. */
-function loggingOps(inner: SharpImageOps, log: Log, onImport?: (qid: string) => Promise<void> | void): ImageOps & { running: () => number } {
+/** The real ImageOps, logging each import and counting the imports and keeps (writes) still running. */
+function loggingOps(inner: SharpImageOps, log: Log, onImport?: (qid: string) => Promise<void> | void, onKeep?: (n: number) => Promise<void> | void): ImageOps & { running: () => number } {
+  let keeps = 0;
   let running = 0;
   return {
     running: () => running,
@@ -76,6 +77,17 @@ function loggingOps(inner: SharpImageOps, log: Log, onImport?: (qid: string) => 
     importBytes: (b) => inner.importBytes(b),
     resize: (s, w, h) => inner.resize(s, w, h),
     crop: (s, b, z) => inner.crop(s, b, z),
+    keep: async (r) => {
+      running++;
+      try {
+        await new Promise((res) => setTimeout(res, 5)); // a write that takes a moment, so one left running is seen
+        await onKeep?.(++keeps);
+        return await inner.keep(r);
+      } finally {
+        running--;
+      }
+    },
+    engineImage: (r) => inner.engineImage(r),
     pathOf: (r) => inner.pathOf(r),
   };
 }
@@ -110,10 +122,10 @@ function timeless(r: SampleRecord): unknown {
   return JSON.parse(JSON.stringify(r, (k, v: unknown) => (k === 'latency_ms' || k === 'latencyMs' ? undefined : v)));
 }
 
-async function run(name: string, opts: { concurrency: number; lookahead?: number; delayMs?: number; signal?: AbortSignal; onImport?: (qid: string) => Promise<void> | void; ws?: Workspace }) {
+async function run(name: string, opts: { concurrency: number; lookahead?: number; delayMs?: number; signal?: AbortSignal; onImport?: (qid: string) => Promise<void> | void; onKeep?: (n: number) => Promise<void> | void; ws?: Workspace }) {
   const ws = opts.ws ?? (await new Workspace(path.join(tmp, name)).init());
   const log: Log = [];
-  const ops = loggingOps(new SharpImageOps(ws.media), log, opts.onImport);
+  const ops = loggingOps(new SharpImageOps(ws.media), log, opts.onImport, opts.onKeep);
   const [planned] = expandPlan({ models: [model], benchmarks: [{ id: 'loupe-synth', data }], name: 'la' });
   const ro: RunnerOptions = { store: ws.runs, imageOps: ops, engines: factory(log, opts.concurrency, opts.delayMs), ...(opts.lookahead !== undefined ? { lookahead: opts.lookahead } : {}), ...(opts.signal ? { signal: opts.signal } : {}) };
   const [outcome] = await runSweep([planned!], ro);
@@ -150,6 +162,16 @@ describe('runSweep look-ahead', () => {
     expect(serial.records.filter((r) => r.correct).map((r) => r.qid)).toEqual(['q0', 'q1', 'q4', 'q5']);
     const q0 = serial.records[0]!;
     expect(q0.trajectory!.media[0]!.id).not.toBe(q0.trajectory!.originals[0]!.id);
+    // every image a record names is a stored file (kept ahead or by the episode), none a held id
+    for (const r of [serial, ahead, ahead2, wide]) {
+      for (const rec of r.records) {
+        for (const m of [...rec.trajectory!.media, ...rec.trajectory!.turns.flatMap((t) => t.call?.produced ?? [])]) {
+          expect(isHeldRef(m)).toBe(false);
+          expect(await r.ws.media.has(m.id)).toBe(true);
+        }
+      }
+      expect(r.runningAfter).toBe(0);
+    }
   }, 60_000);
 
   it("a failing preparation of the next sample is that sample's error record, not the current one's", async () => {
@@ -188,6 +210,28 @@ describe('runSweep look-ahead', () => {
     expect(first.log).toContain('imported q2');
     expect(first.records.map((r) => r.qid)).toEqual(['q0']); // q1 was on the engine: unfinished, not recorded
     expect(first.log).not.toContain('generate q2');
+
+    // A cancel while a prepared-ahead image is being kept (written): the runner returns only once that write is done.
+    const ctrl2 = new AbortController();
+    let release2!: () => void;
+    const gate2 = new Promise<void>((r) => (release2 = r));
+    let keepsAtCancel = 0;
+    const during = await run('cancel-keep', {
+      concurrency: 1,
+      delayMs: 60,
+      signal: ctrl2.signal,
+      // keep 1 is q0's (by its episode), keep 2 q1's, prepared ahead while q0 is on the engine: cancel there
+      onKeep: async (n) => {
+        if (n !== 2) return;
+        keepsAtCancel = n;
+        ctrl2.abort(new Error('test cancel'));
+        setTimeout(release2, 50);
+        await gate2;
+      },
+    });
+    expect(keepsAtCancel).toBe(2);
+    expect(during.outcome.cancelled).toBe(true);
+    expect(during.runningAfter).toBe(0);
 
     // the media q2's cancelled preparation stored are unused; the resume imports the same bytes again (same ids)
     const again = await run('cancel', { concurrency: 1, ws: first.ws });
