@@ -156,7 +156,7 @@ function rewrite(b: Uint8Array): Uint8Array | null {
     initializer(`${P}/flat`, INT64, [2], i64([0, -1])),
     initializer(`${P}/i0`, INT64, [1], i64([0])),
     initializer(`${P}/i1`, INT64, [1], i64([1])),
-    initializer(`${P}/imax`, INT64, [1], i64([2 ** 53])),
+    initializer(`${P}/b11`, INT64, [3], i64([-1, 1, 1])),
     initializer(`${P}/zero64`, INT64, [], i64([0])),
     initializer(`${P}/one64`, INT64, [], i64([1])),
   ];
@@ -215,16 +215,11 @@ function rewrite(b: Uint8Array): Uint8Array | null {
         node('Round', `${p}/zp_round`, [`${p}/zpc`], [`${p}/zpr`]),
         node('Cast', `${p}/zp_u8`, [`${p}/zpr`], [`${p}/zp`], [intAttr('to', UINT8)]),
         node('QuantizeLinear', `${p}/quantize`, [x, `${p}/scale`, `${p}/zp`], [q], [intAttr('axis', 0)]),
-        // [B] → [B, 1, …, 1] (the rank of x) for the scale and the zero point, so they broadcast over each row
-        node('Shape', `${p}/shape`, [x], [`${p}/shape`]),
-        node('Slice', `${p}/rows`, [`${p}/shape`, `${P}/i0`, `${P}/i1`], [`${p}/rows`]),
-        node('Slice', `${p}/tail`, [`${p}/shape`, `${P}/i1`, `${P}/imax`], [`${p}/tail`]),
-        node('Mul', `${p}/tail0`, [`${p}/tail`, `${P}/zero64`], [`${p}/tail0`]),
-        node('Add', `${p}/tail1`, [`${p}/tail0`, `${P}/one64`], [`${p}/tail1`]),
-        node('Concat', `${p}/bshape`, [`${p}/rows`, `${p}/tail1`], [`${p}/bshape`], [intAttr('axis', 0)]),
-        node('Reshape', `${p}/scale_b`, [`${p}/scale`, `${p}/bshape`], [s]),
-        node('Cast', `${p}/zp_i32`, [`${p}/zp`, ], [`${p}/zp32`], [intAttr('to', INT32)]),
-        node('Reshape', `${p}/zp_b`, [`${p}/zp32`, `${p}/bshape`], [`${p}/zp_b`]),
+        // [B] → [B, 1, 1] for the scale and the zero point, so they broadcast over each row of a decoder's [B, S, K]
+        // activations (a graph whose activations have another rank fails the engine's probe and is not batched)
+        node('Reshape', `${p}/scale_b`, [`${p}/scale`, `${P}/b11`], [s]),
+        node('Cast', `${p}/zp_i32`, [`${p}/zp`], [`${p}/zp32`], [intAttr('to', INT32)]),
+        node('Reshape', `${p}/zp_b`, [`${p}/zp32`, `${P}/b11`], [`${p}/zp_b`]),
       ),
     );
     for (const m of mms) {
@@ -250,7 +245,7 @@ function rewrite(b: Uint8Array): Uint8Array | null {
   if (!graphInputs(b, gFields).has('attention_mask') || concats.length === 0) return null;
   for (const c of concats) if (c.attrs.length !== 1 || c.attrs[0] !== 'axis' || !isAxis2(b, c.field)) return null;
   const first = concats[0]!;
-  added.push(initializer(`${P}/kvpads`, INT64, [8], i64([0, 0, 0, 0, 0, 0, 1, 0])), initializer(`${P}/i2`, INT64, [1], i64([2])), initializer(`${P}/shape_b111`, INT64, [4], i64([-1, 1, 1, 1])), initializer(`${P}/shape_1h11`, INT64, [4], i64([1, -1, 1, 1])));
+  added.push(initializer(`${P}/i2`, INT64, [1], i64([2])), initializer(`${P}/shape_b111`, INT64, [4], i64([-1, 1, 1, 1])), initializer(`${P}/shape_1h11`, INT64, [4], i64([1, -1, 1, 1])));
   // indices [B, H, 1, 3] = (b, h, n_b), made once from the first layer's new key/value (every layer has the same B, H)
   const idx = msg(
     node('ReduceSum', `${P}/kv/len`, ['attention_mask', `${P}/axis1`], [`${P}/kv/len`], [intAttr('keepdims', 0)]),
@@ -270,6 +265,8 @@ function rewrite(b: Uint8Array): Uint8Array | null {
     node('Expand', `${P}/kv/hx`, [`${P}/kv/h4`, `${P}/kv/bh11`], [`${P}/kv/hx`]),
     node('Expand', `${P}/kv/nx`, [`${P}/kv/n4`, `${P}/kv/bh11`], [`${P}/kv/nx`]),
     node('Concat', `${P}/kv/idx`, [`${P}/kv/bx`, `${P}/kv/hx`, `${P}/kv/nx`], [`${P}/kv/idx`], [intAttr('axis', 3)]),
+    // the empty slot, [B, H, 1, head dim] of zeros (a Concat copies the past faster than a Pad)
+    node('ConstantOfShape', `${P}/kv/zeros`, [`${P}/kv/shape`], [`${P}/kv/zeros`]),
   );
   for (const c of concats) {
     const [past, fresh] = c.inputs as [string, string];
@@ -278,7 +275,7 @@ function rewrite(b: Uint8Array): Uint8Array | null {
       c.field,
       msg(
         ...(c === first ? [idx] : []),
-        node('Pad', `${out}/slot`, [past, `${P}/kvpads`], [`${out}/slot`]),
+        node('Concat', `${out}/slot`, [past, `${P}/kv/zeros`], [`${out}/slot`], [intAttr('axis', 2)]),
         node('ScatterND', `${out}/at_row_length`, [`${out}/slot`, `${P}/kv/idx`, fresh], [out]),
       ),
     );
