@@ -16,6 +16,13 @@
  * sums of the weight computed here once. The scale multiplications after it are the graph's own, now broadcast over
  * a [B, 1, 1] scale.
  *
+ * Rows of a batch have different lengths. The exported graph appends each step's key/value after the past
+ * (Concat on the time axis), so with rows padded to the longest, a row's new token sits at another index than alone,
+ * and the fp32 sums over the context (softmax, attention × V) group its terms differently: some rows come out a few
+ * ulps off (decode-batch bench). So each Concat becomes: the past plus one empty slot, and the new key/value written
+ * (ScatterND) at the row's own length n_b = Σ attention_mask_b - 1. A row's past is left-aligned, its mask ones over
+ * [0, n_b]: its context sits where it sits alone, with only masked zeros after it.
+ *
  * Everything else is kept byte for byte. Anything this does not recognise (a zero point read by another node, a weight
  * outside the file or not int8/uint8, a per-column weight zero point) returns null: the caller keeps decoding one
  * request at a time. The engine uses the rewritten session only for batches, after checking on a probe that it gives
@@ -113,18 +120,20 @@ const f32 = (xs: number[]) => new Uint8Array(Float32Array.from(xs).buffer);
 const i64 = (xs: number[]) => new Uint8Array(BigInt64Array.from(xs.map(BigInt)).buffer);
 
 /**
- * The decoder with per-row activation quantization (see the file comment), or null when it has no
- * DynamicQuantizeLinear or anything about one is not the plain case. Never throws on bytes it cannot read.
+ * The decoder with per-row activation quantization and each row's new key/value at its own length (see the file
+ * comment), or null when it has no DynamicQuantizeLinear or anything about one is not the plain case. Never throws on
+ * bytes it cannot read. `kvAtRowLength: false` keeps the exported KV append (for measurements only: rows then need
+ * equal lengths).
  */
-export function rewriteRowQuantized(model: Uint8Array): Uint8Array | null {
+export function rewriteRowQuantized(model: Uint8Array, opts: { kvAtRowLength?: boolean } = {}): Uint8Array | null {
   try {
-    return rewrite(model);
+    return rewrite(model, opts.kvAtRowLength ?? true);
   } catch {
     return null;
   }
 }
 
-function rewrite(b: Uint8Array): Uint8Array | null {
+function rewrite(b: Uint8Array, kvAtRowLength: boolean): Uint8Array | null {
   const top = fields(b);
   const gf = top.find((f) => f.no === 7 && f.wire === 2);
   if (!gf) return null;
@@ -237,6 +246,9 @@ function rewrite(b: Uint8Array): Uint8Array | null {
     }
   }
   if (k === 0) return null;
+  const assemble = () => msg(...top.flatMap((f) => (f === gf ? [ld(7, msg(...gFields.map((x) => replace.get(x) ?? b.subarray(x.start, x.end)), ...added))] : [b.subarray(f.start, f.end)])));
+  // without the KV part (the decode-batch bench measures what per-row quantization alone gives)
+  if (!kvAtRowLength) return assemble();
   // each layer's KV append: Concat(past, new) on the time axis puts the new token at index T (the batch's longest
   // past) for every row; instead the past gets one empty slot at the end and each row's new key/value is written at
   // that row's own length, n_b = Σ attention_mask_b - 1 (the row's past is left-aligned, its mask ones over
@@ -280,6 +292,5 @@ function rewrite(b: Uint8Array): Uint8Array | null {
       ),
     );
   }
-  const graph = msg(...gFields.map((f) => replace.get(f) ?? b.subarray(f.start, f.end)), ...added);
-  return msg(...top.flatMap((f) => (f === gf ? [ld(7, graph)] : [b.subarray(f.start, f.end)])));
+  return assemble();
 }
