@@ -532,7 +532,8 @@ export class QwenVLRuntime {
           this.batcher?.clear();
           for (const s of active) {
             try {
-              await this.soloStep(s);
+              // several requests in turn (batching turned off) must not share the step buffers decodeStep reuses
+              await this.soloStep(s, active.length > 1);
             } catch (e) {
               s.reject(e);
               s.failed = true;
@@ -744,8 +745,12 @@ export class QwenVLRuntime {
     return false;
   }
 
-  /** One decode step of one request on the exported decoder (its sampled token in, its next logits out). */
-  private async soloStep(s: Seq): Promise<void> {
+  /**
+   * One decode step of one request (its sampled token in, its next logits out), or one run of the decode loop;
+   * `fresh`: into new output arrays (model.forward) rather than the buffers decodeStep reuses, which hold one
+   * request's KV only.
+   */
+  private async soloStep(s: Seq, fresh = false): Promise<void> {
     if (s.pending.length) return; // the next token is known already (decode loop)
     const tok = s.generated.at(-1)!;
     const n = s.L + s.generated.length; // tokens whose KV will exist after this step
@@ -765,7 +770,7 @@ export class QwenVLRuntime {
       return;
     }
     const out =
-      (await this.decodeStep(tok, n, p, past)) ??
+      (fresh ? null : await this.decodeStep(tok, n, p, past)) ??
       (await this.model.forward({
         input_ids: i64([tok], [1, 1]),
         attention_mask: ones(n),

@@ -226,6 +226,28 @@ describe('the runtime with batched decode steps', () => {
     // and the runtime goes on serving
     expect((await run(batched, reqs[2]!)).r.tokens).toEqual(want[2]!.tokens);
   }, 120_000);
+
+  it('a batched step that fails turns batching off, and every request still gets its own tokens', async () => {
+    const want: GenerateResult[] = [];
+    for (const q of reqs) want.push((await run(alone, q)).r);
+    const rt = await QwenVLRuntime.load({ modelDir: LOUPE_TINY, dtype: 'q8', batch: 8 });
+    try {
+      // the third batched step fails as onnxruntime would (before it writes anything)
+      const b = (rt as unknown as { batcher: DecodeBatcher }).batcher;
+      const step = b.step.bind(b);
+      let n = 0;
+      b.step = (rows, embeds) => (++n === 3 ? Promise.reject(new Error('onnxruntime refused the shapes')) : step(rows, embeds));
+      const got = await Promise.all(reqs.map((q) => run(rt, q)));
+      expect(n).toBe(3);
+      got.forEach((g, i) => expect(g.r.tokens, `request ${i}`).toEqual(want[i]!.tokens));
+      // from then on one request at a time, still exact
+      const again = await Promise.all(reqs.slice(0, 3).map((q) => run(rt, q)));
+      again.forEach((g, i) => expect(g.r.tokens, `request ${i}`).toEqual(want[i]!.tokens));
+      expect(n).toBe(3);
+    } finally {
+      await rt.dispose();
+    }
+  }, 120_000);
 });
 
 describe('serve-model batching decode steps', () => {
