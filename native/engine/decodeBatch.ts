@@ -89,6 +89,13 @@ export class DecodeBatcher {
     return out;
   }
 
+  /** Ends the batched session (the engine is unloading). */
+  async release(): Promise<void> {
+    this.clear();
+    this.arena.clear();
+    await this.session.release();
+  }
+
   /** Forget every row (the engine is between bursts, or decodes alone now). */
   clear(): void {
     this.members = [];

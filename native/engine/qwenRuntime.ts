@@ -545,9 +545,11 @@ export class QwenVLRuntime {
           } catch {
             // a batched step that fails (onnxruntime refusing a shape, say): the requests keep their KV (a step
             // writes only into the other buffer) and go on alone
-            for (const s of active) if (this.batcher.has(s)) s.past = wrapKv(this.batcher.take(s));
-            this.batcher.clear();
+            const dead = this.batcher;
+            for (const s of active) if (dead.has(s)) s.past = wrapKv(dead.take(s));
             this.batcher = null;
+            this.info.batch = undefined;
+            await dead.release().catch(() => undefined);
             continue;
           }
         }
@@ -1076,6 +1078,9 @@ export class QwenVLRuntime {
     const attn = this.attnSession;
     this.attnSession = null;
     await attn?.then((s) => s.release()).catch(() => undefined);
+    const batcher = this.batcher;
+    this.batcher = null;
+    await batcher?.release().catch(() => undefined);
     this.images.clear();
     await this.model.dispose();
   }

@@ -239,6 +239,7 @@ describe('the runtime with batched decode steps', () => {
       b.step = (rows, embeds) => (++n === 3 ? Promise.reject(new Error('onnxruntime refused the shapes')) : step(rows, embeds));
       const got = await Promise.all(reqs.map((q) => run(rt, q)));
       expect(n).toBe(3);
+      expect(rt.info.batch, 'no longer batching').toBeUndefined();
       got.forEach((g, i) => expect(g.r.tokens, `request ${i}`).toEqual(want[i]!.tokens));
       // from then on one request at a time, still exact
       const again = await Promise.all(reqs.slice(0, 3).map((q) => run(rt, q)));
