@@ -558,6 +558,10 @@ export class QwenVLRuntime {
           if (s.failed || settle(s)) active.splice(i, 1);
         }
       }
+    } catch (e) {
+      // nothing above should throw (each request's errors are its own); if something does, no request is left
+      // waiting on an answer that never comes
+      for (const s of active) s.reject(e);
     } finally {
       this.batcher?.clear();
       this.scheduling = false;
