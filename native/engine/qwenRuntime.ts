@@ -33,10 +33,9 @@ import {
 import { StopStrings, sampleToken, seededRandom } from '../../app/engines/local/sampling';
 import { DTYPE_SUFFIX, validateModelFolder } from '../../app/engines/local/modelFolder';
 import { ATTN_DECODER, attentionOutput } from './attentionGraph';
-import { FUSED_DECODER } from './fusedGraph';
+import { FUSED_DECODER, textConfig } from './fusedGraph';
 import { rewritePatchEmbed } from './patchEmbed';
 import { loadDecodeBatcher, setBufferFreer, type DecodeBatcher, type SoloKv } from './decodeBatch';
-import { textConfig } from './fusedGraph';
 
 /* The slices of transformers.js' untyped-at-runtime objects this file uses. */
 type AnyTensor = Tensor;
