@@ -27,6 +27,12 @@ export interface EngineRequest {
    * loads: a model already loaded serves with the processes it has.
    */
   replicas?: number;
+  /**
+   * Requests one engine process may decode together, step by step (LoadOptions.batch; default 1). The engine says
+   * whether it does (EngineInfo.batch: only where each request still gets exactly its tokens alone); the model then
+   * takes replicas × batch requests at once. Taken when the model loads, like `replicas`.
+   */
+  batch?: number;
 }
 
 /** A state change of one loaded model, for the UI's engine indicator and for logs. */
@@ -99,7 +105,7 @@ interface Entry {
   label: string;
   ready: Promise<EnginePool>;
   engine: EnginePool | null;
-  /** Requests in flight at once: the manager's limit, or the replica count when that is higher. */
+  /** Requests in flight at once: the manager's limit, or replicas × the engine's batch rows when that is higher. */
   limit: number;
   users: number;
   inFlight: number;
@@ -185,6 +191,7 @@ export class EngineManager {
         device: req.device,
         ...(req.dtype ? { dtype: req.dtype } : {}),
         ...(req.threads ? { threads: req.threads } : {}),
+        ...(req.batch && req.batch > 1 ? { batch: Math.floor(req.batch) } : {}),
         ...(this.opts.idleMs !== undefined ? { idleMs: this.opts.idleMs } : {}),
         ...this.opts.engineOptions,
       });
@@ -206,6 +213,8 @@ export class EngineManager {
         entry.engine = engine;
         entry.loadMs = Date.now() - started;
         const info = engine.info();
+        // an engine that batches decode steps takes that many requests at once, each replica
+        entry.limit = Math.max(entry.limit, replicas * (info.batch ?? 1));
         this.emit(entry, 'ready', info, info.fallbackReason ? `asked for ${req.device}; running on ${info.device}: ${info.fallbackReason}` : undefined);
         return engine;
       },

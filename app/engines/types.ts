@@ -85,6 +85,8 @@ export interface EngineInfo {
   decodeLoop?: boolean;
   /** Additive: engine processes serving this model when more than one (EngineRequest.replicas). */
   replicas?: number;
+  /** Additive: requests one engine process decodes together, step by step, when more than one (LoadOptions.batch). */
+  batch?: number;
 }
 
 export interface Engine {

@@ -1,8 +1,8 @@
 /**
  * The few protobuf pieces Loupe needs to read and write ONNX files without Python or the `onnx` package: a reader of
  * one message's fields (by byte range, so nothing is copied) and writers for length-delimited and varint fields.
- * Used by the analysis decoder (attentionGraph.ts), the fused decoder (fusedGraph.ts) and the vision encoder's patch
- * embedding rewrite (patchEmbed.ts).
+ * Used by the analysis decoder (attentionGraph.ts), the fused decoder (fusedGraph.ts), the vision encoder's patch
+ * embedding rewrite (patchEmbed.ts) and the batched decoder (rowQuant.ts).
  */
 
 export interface Field {

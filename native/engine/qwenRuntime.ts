@@ -33,8 +33,9 @@ import {
 import { StopStrings, sampleToken, seededRandom } from '../../app/engines/local/sampling';
 import { DTYPE_SUFFIX, validateModelFolder } from '../../app/engines/local/modelFolder';
 import { ATTN_DECODER, attentionOutput } from './attentionGraph';
-import { FUSED_DECODER } from './fusedGraph';
+import { FUSED_DECODER, textConfig } from './fusedGraph';
 import { rewritePatchEmbed } from './patchEmbed';
+import { loadDecodeBatcher, setBufferFreer, type DecodeBatcher, type SoloKv } from './decodeBatch';
 
 /* The slices of transformers.js' untyped-at-runtime objects this file uses. */
 type AnyTensor = Tensor;
@@ -92,6 +93,46 @@ interface KvState {
   promptLength: number;
   imageKeys: string[];
   past: Record<string, AnyTensor>;
+}
+
+/** A request being generated: its prompt, its sampling state, its next-token logits and (decoding alone) its KV. */
+interface Seq {
+  req: WireGenerateRequest;
+  hooks: RuntimeHooks;
+  ids: number[];
+  L: number;
+  delta: number;
+  keys: string[];
+  reused: number;
+  t0: number;
+  t1: number;
+  rand: () => number;
+  stops: StopStrings;
+  generated: number[];
+  emitted: number;
+  text: string;
+  finish: GenerateResult['finishReason'];
+  stream: boolean;
+  /** Next-token logits: row `offset .. offset + V` of `logits` (a buffer the next step overwrites). */
+  logits: Float32Array;
+  offset: number;
+  V: number;
+  /** The last step's whole output when it decoded alone (its presents become `past` once sampled). */
+  out: Record<string, AnyTensor> | null;
+  /** Its KV when it decodes alone; null while it is a row of the batch. */
+  past: Record<string, AnyTensor> | null;
+  failed: boolean;
+  /**
+   * Greedy turns on a decoder with the decode loop (fused, CUDA): each run also computes the next tokens on the device
+   * (`ahead`: the argmax of its logits, then one token a step); they are taken one by one (`pending`), exactly as if
+   * sampled here. Never with batching (that is the exported q8 decoder on the CPU).
+   */
+  loop: boolean;
+  chunk: number;
+  ahead: { tokens: number[]; fed: number } | null;
+  pending: number[];
+  resolve: (r: GenerateResult) => void;
+  reject: (e: unknown) => void;
 }
 
 export interface RuntimeHooks {
@@ -168,6 +209,10 @@ export class QwenVLRuntime {
   private queue: Promise<unknown> = Promise.resolve();
   /** The fused decoder with the decode loop (`loupe convert --fused`, unless --no-decode-loop), run directly for greedy turns. */
   private loopSession: onnxruntime.InferenceSession | null = null;
+  /** Batched decode steps (LoadOptions.batch), when the decoder allows them exactly; else null. */
+  private batcher: DecodeBatcher | null = null;
+  private readonly waiting: Array<{ req: WireGenerateRequest; hooks: RuntimeHooks; resolve: (r: GenerateResult) => void; reject: (e: unknown) => void }> = [];
+  private scheduling = false;
   /** The analysis decoder (attention outputs), opened on the first attention request only. */
   private attnSession: Promise<onnxruntime.InferenceSession> | null = null;
 
@@ -325,6 +370,10 @@ export class QwenVLRuntime {
     const rt = new QwenVLRuntime(processor, model, info, opts.kvCache ?? true, eos);
     rt.loopSession = loaded.loop;
     await rt.tableEmbeddings(model.config.text_config?.vocab_size);
+    if (device === 'cpu' && threads === 1 && (opts.batch ?? 1) > 1 && loaded.decoder === 'exported') {
+      rt.batcher = await batchedDecoder(model, dir, decoderDtype, Math.floor(opts.batch!), sessionOptions);
+      if (rt.batcher) rt.info.batch = rt.batcher.rows;
+    }
     return rt;
   }
 
@@ -404,14 +453,156 @@ export class QwenVLRuntime {
     return { ids, images: prepared };
   }
 
-  /** Requests run one at a time (one model, one cache). */
+  /**
+   * Requests run one at a time (one model, one cache), unless the engine batches decode steps (LoadOptions.batch):
+   * then requests that arrive while others decode are prefilled between steps and join them (see `schedule`).
+   */
   generate(req: WireGenerateRequest, hooks: RuntimeHooks = {}): Promise<GenerateResult> {
+    if (this.batcher) {
+      return new Promise((resolve, reject) => {
+        this.waiting.push({ req, hooks, resolve, reject });
+        if (!this.scheduling) {
+          this.scheduling = true;
+          const run = this.queue.then(() => this.schedule());
+          this.queue = run.catch(() => undefined);
+        }
+      });
+    }
     const run = this.queue.then(() => this.generateNow(req, hooks));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
   private async generateNow(req: WireGenerateRequest, hooks: RuntimeHooks): Promise<GenerateResult> {
+    const s = await this.startSeq(req, hooks);
+    while (!this.advance(s)) await this.soloStep(s);
+    return this.finishSeq(s);
+  }
+
+  /**
+   * Continuous batching of decode steps: every request waiting is prefilled (one at a time, in arrival order, up to
+   * the batch's rows), then one step decodes all requests in flight together, each sampling its own next token from
+   * its own row; a request leaves as soon as it ends (stop, length, cancel), and one that arrives meanwhile joins at
+   * the next step. A row's numbers are those of the request decoding alone (DecodeBatcher), so answers do not depend
+   * on what else runs. One request in flight decodes alone, on the exported decoder. A prefill that fails rejects
+   * that request only; a batched step that fails turns batching off and the requests go on one step each, in turn.
+   */
+  private async schedule(): Promise<void> {
+    const active: Seq[] = [];
+    const settle = (s: Seq): boolean => {
+      let done: boolean;
+      try {
+        done = this.advance(s);
+      } catch (e) {
+        s.reject(e);
+        return true;
+      }
+      if (!done) return false;
+      try {
+        if (this.batcher?.has(s) && this.kvCache) s.past = wrapKv(this.batcher.take(s));
+        s.resolve(this.finishSeq(s));
+      } catch (e) {
+        s.reject(e);
+      }
+      return true;
+    };
+    try {
+      while (this.waiting.length || active.length) {
+        const rows = this.batcher?.rows ?? 1;
+        while (this.waiting.length && active.length < rows) {
+          const w = this.waiting.shift()!;
+          let s: Seq;
+          try {
+            s = await this.startSeq(w.req, w.hooks);
+          } catch (e) {
+            w.reject(e);
+            continue;
+          }
+          s.resolve = w.resolve;
+          s.reject = w.reject;
+          if (!settle(s)) active.push(s);
+        }
+        if (!active.length) continue;
+        if (active.length === 1 || !this.batcher) {
+          // alone (or batching turned off): the exported decoder, one request after the other
+          for (const s of active) {
+            if (this.batcher?.has(s)) s.past = wrapKv(this.batcher.take(s));
+          }
+          this.batcher?.clear();
+          for (const s of active) {
+            try {
+              // several requests in turn (batching turned off) must not share the step buffers decodeStep reuses
+              await this.soloStep(s, active.length > 1);
+            } catch (e) {
+              s.reject(e);
+              s.failed = true;
+            }
+          }
+        } else {
+          try {
+            await this.batchStep(active);
+          } catch {
+            // a batched step that fails (onnxruntime refusing a shape, say): the requests keep their KV (a step
+            // writes only into the other buffer) and go on alone
+            const dead = this.batcher;
+            for (const s of active) if (dead.has(s)) s.past = wrapKv(dead.take(s));
+            this.batcher = null;
+            this.info.batch = undefined;
+            await dead.release().catch(() => undefined);
+            continue;
+          }
+        }
+        for (let i = active.length - 1; i >= 0; i--) {
+          const s = active[i]!;
+          if (s.failed || settle(s)) active.splice(i, 1);
+        }
+      }
+    } catch (e) {
+      // nothing above should throw (each request's errors are its own); if something does, no request is left
+      // waiting on an answer that never comes
+      for (const s of active) s.reject(e);
+    } finally {
+      this.batcher?.clear();
+      this.scheduling = false;
+      // a request that came in as the loop ended starts it again
+      if (this.waiting.length) {
+        this.scheduling = true;
+        const run = this.queue.then(() => this.schedule());
+        this.queue = run.catch(() => undefined);
+      }
+    }
+  }
+
+  /** One batched decode step for every request in `active` (each has sampled its next token). */
+  private async batchStep(active: Seq[]): Promise<void> {
+    const b = this.batcher!;
+    const toks = active.map((s) => s.generated.at(-1)!);
+    const embeds = await this.model.encode_text({ input_ids: i64(toks, [toks.length, 1]) });
+    const rows = active.map((s) => {
+      const kvLen = s.L + s.generated.length - 1;
+      const row = { key: s, kvLen, pos: kvLen + s.delta };
+      if (b.has(s)) return row;
+      const past: SoloKv = {};
+      for (const name of b.pastNames) {
+        const t = s.past?.[name];
+        if (!t || t.type !== 'float32') throw new Error(`no float32 ${name} to batch`);
+        past[name] = { data: t.data as Float32Array, dims: t.dims };
+      }
+      return { ...row, past };
+    });
+    const logits = await b.step(rows, embeds.data as Float32Array);
+    const V = b.dims.vocab;
+    active.forEach((s, i) => {
+      s.logits = logits;
+      s.offset = i * V;
+      s.V = V;
+      s.out = null;
+      s.past = null;
+    });
+  }
+
+  /** Encodes a request and prefills its prompt (reusing the cached KV where that gives the same numbers). */
+  private async startSeq(req: WireGenerateRequest, hooks: RuntimeHooks): Promise<Seq> {
     const t0 = performance.now();
     const { ids, images } = await this.encode(req);
     const L = ids.length;
@@ -475,103 +666,148 @@ export class QwenVLRuntime {
       throw new EngineError('load', `prefill failed: ${(e as Error).message}`, { cause: e });
     }
     const t1 = performance.now();
+    const logits = out.logits!;
+    const [, S, V] = logits.dims as [number, number, number];
+    return {
+      req,
+      hooks,
+      ids,
+      L,
+      delta,
+      keys,
+      reused,
+      t0,
+      t1,
+      rand: seededRandom(req.seed ?? (Math.random() * 2 ** 32) >>> 0),
+      stops: new StopStrings(req.stop),
+      generated: [],
+      emitted: 0,
+      text: '',
+      finish: 'length',
+      stream: !!(req.stream !== false && hooks.onToken),
+      logits: logits.data as Float32Array,
+      offset: (S - 1) * V,
+      V,
+      out,
+      past,
+      failed: false,
+      loop: this.loopSession !== null && !(req.temperature > 0) && !hooks.onLogits,
+      chunk: LOOP_CHUNK_FIRST,
+      ahead: null,
+      pending: [],
+      resolve: () => undefined,
+      reject: () => undefined,
+    };
+  }
 
-    const rand = seededRandom(req.seed ?? (Math.random() * 2 ** 32) >>> 0);
-    const stops = new StopStrings(req.stop);
-    const generated: number[] = [];
-    let emitted = 0;
-    let text = '';
-    let finish: GenerateResult['finishReason'] = 'length';
-    const stream = req.stream !== false && hooks.onToken;
-    // Greedy turns on a decoder with the decode loop: each run also computes the next tokens on the device (`ahead`:
-    // the argmax of its logits, then one token a step); they are taken one by one below, exactly as if sampled here.
-    let loop = this.loopSession !== null && !(req.temperature > 0) && !hooks.onLogits;
-    let chunk = LOOP_CHUNK_FIRST;
-    let ahead: { tokens: number[]; fed: number } | null = null;
-    let pending: number[] = [];
-    for (;;) {
-      if (req.maxTokens <= 0) break;
-      let tok: number;
-      if (pending.length) tok = pending.shift()!;
-      else {
-        const logits = out.logits!;
-        const [, S, V] = logits.dims as [number, number, number];
-        hooks.onLogits?.((logits.data as Float32Array).subarray((S - 1) * V, S * V));
-        tok = sampleToken(logits.data as Float32Array, (S - 1) * V, V, req, rand);
-        past = presentToPast(out);
-        if (ahead) {
-          if (ahead.tokens[0] === tok) pending = ahead.tokens.slice(1);
-          else {
-            // the device's argmax chose another of tied logits: keep the KV of the tokens fed before its steps
-            // and decode step by step from here
-            const keep = ahead.fed;
-            past = Object.fromEntries(Object.entries(past).map(([k, v]) => [k, v.dims[2] === keep ? v : v.slice(null, null, [0, keep], null)]));
-            loop = false;
-          }
-          ahead = null;
+  /** Samples the request's next token from its logits; true when the request has ended. */
+  private advance(s: Seq): boolean {
+    const { req, hooks } = s;
+    if (req.maxTokens <= 0) return true;
+    let tok: number;
+    if (s.pending.length) tok = s.pending.shift()!;
+    else {
+      hooks.onLogits?.(s.logits.subarray(s.offset, s.offset + s.V));
+      tok = sampleToken(s.logits, s.offset, s.V, req, s.rand);
+      if (s.out) s.past = presentToPast(s.out);
+      if (s.ahead) {
+        if (s.ahead.tokens[0] === tok) s.pending = s.ahead.tokens.slice(1);
+        else if (s.past) {
+          // the device's argmax chose another of tied logits: keep the KV of the tokens fed before its steps and
+          // decode step by step from here
+          const keep = s.ahead.fed;
+          s.past = Object.fromEntries(Object.entries(s.past).map(([k, v]) => [k, v.dims[2] === keep ? v : v.slice(null, null, [0, keep], null)]));
+          s.loop = false;
         }
+        s.ahead = null;
       }
-      generated.push(tok);
-      if (this.eos.has(tok)) {
-        finish = 'stop';
-        text = this.tokenizer.decode(generated, { skip_special_tokens: true });
-        break;
+    }
+    s.generated.push(tok);
+    if (this.eos.has(tok)) {
+      s.finish = 'stop';
+      s.text = this.tokenizer.decode(s.generated, { skip_special_tokens: true });
+      return true;
+    }
+    s.text = this.tokenizer.decode(s.generated, { skip_special_tokens: true });
+    const cut = s.stops.check(s.text, s.emitted);
+    if (cut >= 0) {
+      s.text = s.text.slice(0, cut);
+      s.finish = 'stop';
+      return true;
+    }
+    if (s.stream) {
+      const safe = s.stops.safeLength(s.text);
+      if (safe > s.emitted) {
+        hooks.onToken!(s.text.slice(s.emitted, safe));
+        s.emitted = safe;
       }
-      text = this.tokenizer.decode(generated, { skip_special_tokens: true });
-      const cut = stops.check(text, emitted);
-      if (cut >= 0) {
-        text = text.slice(0, cut);
-        finish = 'stop';
-        break;
-      }
-      if (stream) {
-        const safe = stops.safeLength(text);
-        if (safe > emitted) {
-          hooks.onToken!(text.slice(emitted, safe));
-          emitted = safe;
-        }
-      }
-      if (generated.length >= req.maxTokens) break;
-      if (hooks.isCancelled?.()) {
-        finish = 'cancelled';
-        break;
-      }
-      if (pending.length) continue; // the next token is known already
-      if (!past) throw new EngineError('load', 'decode: no KV cache after the prefill');
-      const n = L + generated.length; // tokens whose KV will exist after this step
-      const p = L + generated.length - 1 + delta;
-      const steps = loop ? Math.min(chunk, req.maxTokens - generated.length - 1) : 0;
-      if (steps > 0) {
-        const r = await this.decodeLoop(tok, n, p, past, steps);
-        out = r.out;
-        ahead = { tokens: r.tokens, fed: n };
-        chunk = Math.min(chunk * 2, LOOP_CHUNK_MAX);
-        continue;
-      }
-      out = (await this.decodeStep(tok, n, p, past)) ?? (await this.model.forward({
+    }
+    if (s.generated.length >= req.maxTokens) return true;
+    if (hooks.isCancelled?.()) {
+      s.finish = 'cancelled';
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * One decode step of one request (its sampled token in, its next logits out), or one run of the decode loop;
+   * `fresh`: into new output arrays (model.forward) rather than the buffers decodeStep reuses, which hold one
+   * request's KV only.
+   */
+  private async soloStep(s: Seq, fresh = false): Promise<void> {
+    if (s.pending.length) return; // the next token is known already (decode loop)
+    const tok = s.generated.at(-1)!;
+    const n = s.L + s.generated.length; // tokens whose KV will exist after this step
+    const p = s.L + s.generated.length - 1 + s.delta;
+    const past = s.past;
+    if (!past) throw new EngineError('load', 'decode: no KV cache after the prefill');
+    const steps = s.loop ? Math.min(s.chunk, s.req.maxTokens - s.generated.length - 1) : 0;
+    if (steps > 0) {
+      const r = await this.decodeLoop(tok, n, p, past, steps);
+      const [, S, V] = r.out.logits!.dims as [number, number, number];
+      s.out = r.out;
+      s.logits = r.out.logits!.data as Float32Array;
+      s.offset = (S - 1) * V;
+      s.V = V;
+      s.ahead = { tokens: r.tokens, fed: n };
+      s.chunk = Math.min(s.chunk * 2, LOOP_CHUNK_MAX);
+      return;
+    }
+    const out =
+      (fresh ? null : await this.decodeStep(tok, n, p, past)) ??
+      (await this.model.forward({
         input_ids: i64([tok], [1, 1]),
         attention_mask: ones(n),
         position_ids: i64([p, p, p], [3, 1, 1]),
         past_key_values: past,
         num_logits_to_keep: new Tensor('int64', [1n], []),
       }));
-    }
-    if (stream && text.length > emitted) hooks.onToken!(text.slice(emitted));
-    if (past && this.kvCache) {
+    const [, S, V] = out.logits!.dims as [number, number, number];
+    s.out = out;
+    s.logits = out.logits!.data as Float32Array;
+    s.offset = (S - 1) * V;
+    s.V = V;
+  }
+
+  /** The result of an ended request; its KV becomes the cache a continuation can reuse. */
+  private finishSeq(s: Seq): GenerateResult {
+    if (s.stream && s.text.length > s.emitted) s.hooks.onToken!(s.text.slice(s.emitted));
+    if (s.past && this.kvCache) {
       // the cache holds the prompt plus every generated token except the last one sampled (never fed back)
-      this.cache = { ids: ids.concat(generated.slice(0, -1)), promptLength: L, imageKeys: keys, past };
+      this.cache = { ids: s.ids.concat(s.generated.slice(0, -1)), promptLength: s.L, imageKeys: s.keys, past: s.past };
     }
     const t2 = performance.now();
     return {
-      text,
-      promptTokens: L,
-      completionTokens: generated.length,
-      finishReason: finish,
-      latencyMs: t2 - t0,
-      tokens: generated,
-      cachedTokens: reused,
-      prefillMs: t1 - t0,
-      decodeMs: t2 - t1,
+      text: s.text,
+      promptTokens: s.L,
+      completionTokens: s.generated.length,
+      finishReason: s.finish,
+      latencyMs: t2 - s.t0,
+      tokens: s.generated,
+      cachedTokens: s.reused,
+      prefillMs: s.t1 - s.t0,
+      decodeMs: t2 - s.t1,
     };
   }
 
@@ -845,6 +1081,9 @@ export class QwenVLRuntime {
     const attn = this.attnSession;
     this.attnSession = null;
     await attn?.then((s) => s.release()).catch(() => undefined);
+    const batcher = this.batcher;
+    this.batcher = null;
+    await batcher?.release().catch(() => undefined);
     this.images.clear();
     await this.model.dispose();
   }
@@ -974,6 +1213,32 @@ export function freeNow(buffers: ArrayBuffer[]): void {
     sink.postMessage(null, buffers);
   } catch {
     // a buffer that cannot be transferred (an external one, say): left to the GC, as before
+  }
+}
+
+/** A request's KV taken out of the batch, as the tensors a solo step reads. */
+function wrapKv(kv: SoloKv): Record<string, AnyTensor> {
+  const out: Record<string, AnyTensor> = {};
+  for (const [k, v] of Object.entries(kv)) out[k] = new Tensor('float32', v.data, [...v.dims]);
+  return out;
+}
+
+/**
+ * The batched decoder for this model (decodeBatch.ts): the exported q8 decoder rewritten for batches, checked on a
+ * probe against the session the engine decodes one request with. Null when the decoder is not one it can batch
+ * exactly (an fp32 or fp16 export, an unfamiliar graph) or on any error.
+ */
+async function batchedDecoder(model: QwenModel, dir: string, dtype: EngineDtype, rows: number, options: Record<string, unknown>): Promise<DecodeBatcher | null> {
+  try {
+    const exported = model.sessions['decoder_model_merged'] as unknown as onnxruntime.InferenceSession | undefined;
+    if (!exported) return null;
+    const cfg = JSON.parse(await readFile(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    const t = textConfig(cfg);
+    const bytes = new Uint8Array(await readFile(path.join(dir, 'onnx', `decoder_model_merged${DTYPE_SUFFIX[dtype]}.onnx`)));
+    setBufferFreer(freeNow);
+    return await loadDecodeBatcher(exported, bytes, { layers: t.layers, kvHeads: t.kvHeads, headDim: t.headDim, hidden: t.hidden, vocab: t.vocab }, rows, options);
+  } catch {
+    return null;
   }
 }
 

@@ -1,65 +1,77 @@
 /**
- * What batching decode steps across requests would buy on loupe-tiny, and why the engine does not do it. One decoder
- * step (onnxruntime, one intra-op thread) with B rows of past KV (left-padded to the longest, masked) against B = 1,
- * interleaved in rounds: the per-row cost falls with B because a small model's step is mostly per-call overhead.
- * But a row of a batch is not the number the request gets alone: the q8 export quantizes activations per tensor
- * (DynamicQuantizeLinear over all rows), so a row's logits move with its neighbours; even fp32 (tiny-random) differs
- * in the last bits unless a row's padding is a multiple of the kernels' vector width (here pads of 0, 16, 64 and 100
- * matched, 1, 2, 5 and 33 did not: the sums over the context group other positions together). The columns say how many rows
- * of a mixed-length batch equal their solo step bit for bit, and the largest logit difference.
+ * Batching decode steps across requests on loupe-tiny q8: what each way of laying out a batch gives against each row's
+ * step alone, and what the batched step costs. A row of a batch must be the number the request gets alone (sweeps are
+ * scored and compared across runs), so the exactness columns decide; the cost rows say what batching buys.
+ *
+ * Exactness (random past KV and embeddings, rows of 1–900 tokens, batches of 2–8; one step unless said):
+ * - the exported decoder, rows left-padded to the longest (masked): activations are quantized per tensor
+ *   (DynamicQuantizeLinear over all rows), so a row moves with its neighbours;
+ * - activations quantized per row (rowQuant.ts without its KV part), left padding: most rows exact, not all (the fp32
+ *   sums over the context group a shifted row's terms differently);
+ * - the same, the context at the start of the row and the new token after the longest row (a gap);
+ * - the engine's batched decoder (rowQuant.ts): the new token written at the row's own length, so only masked zeros
+ *   follow a row's context; run for several steps with the KV carried over, as the engine does.
+ * Cost: one step of B rows of 300 past tokens against the exported decoder's step of one row, interleaved in 20 short
+ * rounds (10 steps each) so that other work on the machine falls on every case alike.
  */
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ort from 'onnxruntime-node';
+import { rewriteRowQuantized } from '../../native/engine/rowQuant';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const MODELS = [
-  { name: 'loupe-tiny q8', file: path.join(REPO, 'models/loupe-tiny/model/onnx/decoder_model_merged_quantized.onnx'), D: 384, kvHeads: 2, headDim: 64, layers: 5, V: 819 },
-  { name: 'tiny-random fp32', file: path.join(REPO, 'models/tiny-random-qwen25vl/onnx/decoder_model_merged.onnx'), D: 64, kvHeads: 2, headDim: 16, layers: 2, V: 819 },
-];
-const T = 300; // past tokens of the longest row (a loupe-tiny prompt with one image is 150–700)
-const ROUNDS = 5;
-const STEPS = 40;
+const FILE = path.join(REPO, 'models/loupe-tiny/model/onnx/decoder_model_merged_quantized.onnx');
+const m = { D: 384, H: 2, Dh: 64, layers: 5, V: 819 };
+const T = 300;
+const ROUNDS = 20;
+const STEPS = 10;
 
 function rnd(n: number, seed: number): Float32Array {
   const a = new Float32Array(n);
   let x = seed >>> 0;
   for (let i = 0; i < n; i++) {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    a[i] = x / 2 ** 32 - 0.5;
+    a[i] = (x / 2 ** 32 - 0.5) * 2;
   }
   return a;
 }
 
-type M = (typeof MODELS)[number];
+type Layout = 'left' | 'gap' | 'row-length';
+type Feeds = Record<string, ort.Tensor>;
 
-/** One step's feeds for rows with these past lengths (row b's inputs depend only on its seed and length). */
-function feeds(m: M, lens: number[], seeds: number[]): Record<string, ort.Tensor> {
+/**
+ * One step's feeds for rows with these past lengths. `left`: a row's context ends at the batch's longest past, its
+ * new token after it; `gap`: its context starts at 0 and the new token comes after the longest; `row-length`: its
+ * context starts at 0 and the mask covers [0, n] (the batched decoder writes the new token at n).
+ */
+function feeds(lens: number[], seeds: number[], layout: Layout, Tm = Math.max(...lens), step = 0): Feeds {
   const B = lens.length;
-  const Tm = Math.max(...lens);
   const emb = new Float32Array(B * m.D);
-  lens.forEach((_, b) => emb.set(rnd(m.D, seeds[b]!), b * m.D));
   const mask = new BigInt64Array(B * (Tm + 1));
   const pos = new BigInt64Array(3 * B);
   lens.forEach((n, b) => {
-    for (let t = Tm - n; t <= Tm; t++) mask[b * (Tm + 1) + t] = 1n;
+    emb.set(rnd(m.D, seeds[b]! + 1000 * step), b * m.D);
+    const off = layout === 'left' ? Tm - n : 0;
+    for (let t = off; t < off + n; t++) mask[b * (Tm + 1) + t] = 1n;
+    mask[b * (Tm + 1) + (layout === 'row-length' ? n : Tm)] = 1n;
     for (let k = 0; k < 3; k++) pos[k * B + b] = BigInt(n);
   });
-  const f: Record<string, ort.Tensor> = {
+  const f: Feeds = {
     inputs_embeds: new ort.Tensor('float32', emb, [B, 1, m.D]),
     attention_mask: new ort.Tensor('int64', mask, [B, Tm + 1]),
     position_ids: new ort.Tensor('int64', pos, [3, B, 1]),
     num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.from([1n]), []),
   };
-  const { kvHeads: H, headDim: Dh } = m;
   for (let l = 0; l < m.layers; l++) {
     for (const kv of ['key', 'value']) {
-      const a = new Float32Array(B * H * Tm * Dh);
+      const a = new Float32Array(B * m.H * Tm * m.Dh);
       lens.forEach((n, b) => {
-        const r = rnd(H * n * Dh, seeds[b]! * 131 + l * 7 + (kv === 'key' ? 1 : 2));
-        for (let h = 0; h < H; h++) a.set(r.subarray(h * n * Dh, (h + 1) * n * Dh), ((b * H + h) * Tm + Tm - n) * Dh);
+        const off = layout === 'left' ? Tm - n : 0;
+        const r = rnd(m.H * n * m.Dh, seeds[b]! * 131 + l * 7 + (kv === 'key' ? 1 : 2));
+        for (let h = 0; h < m.H; h++) a.set(r.subarray(h * n * m.Dh, (h + 1) * n * m.Dh), ((b * m.H + h) * Tm + off) * m.Dh);
       });
-      f[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', a, [B, H, Tm, Dh]);
+      f[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', a, [B, m.H, Tm, m.Dh]);
     }
   }
   return f;
@@ -69,54 +81,110 @@ const median = (xs: number[]) => {
   const v = [...xs].sort((a, b) => a - b);
   return (v[(v.length - 1) >> 1]! + v[v.length >> 1]!) / 2;
 };
+const rowDiff = (solo: Float32Array, batch: Float32Array, b: number) => {
+  let d = 0;
+  for (let i = 0; i < m.V; i++) d = Math.max(d, Math.abs(solo[i]! - batch[b * m.V + i]!));
+  return d;
+};
 
 export async function bench(): Promise<Array<Record<string, string | number>>> {
+  const bytes = new Uint8Array(readFileSync(FILE));
+  const opts = { intraOpNumThreads: 1 };
+  const exported = await ort.InferenceSession.create(FILE, opts);
+  const perRow = await ort.InferenceSession.create(rewriteRowQuantized(bytes, { kvAtRowLength: false })!, opts);
+  const batched = await ort.InferenceSession.create(rewriteRowQuantized(bytes)!, opts);
   const rows: Array<Record<string, string | number>> = [];
-  for (const m of MODELS) {
-    const s = await ort.InferenceSession.create(m.file, { intraOpNumThreads: 1 });
-    try {
-      // exactness: a batch of 8 mixed lengths against each row alone
-      const lens = [T, T - 5, T - 16, T - 33, T - 64, T - 1, T - 100, T - 2];
-      const seeds = lens.map((_, b) => b + 1);
-      const batch = (await s.run(feeds(m, lens, seeds))).logits!.data as Float32Array;
-      let equal = 0;
-      let maxDiff = 0;
-      for (let b = 0; b < lens.length; b++) {
-        const solo = (await s.run(feeds(m, [lens[b]!], [seeds[b]!]))).logits!.data as Float32Array;
-        let d = 0;
-        for (let i = 0; i < m.V; i++) d = Math.max(d, Math.abs(solo[i]! - batch[b * m.V + i]!));
-        if (d === 0) equal++;
-        maxDiff = Math.max(maxDiff, d);
-      }
-      // cost: B rows per step against B steps of one row, interleaved
-      const sizes = [1, 2, 4, 8];
-      const perStep = new Map<number, number[]>(sizes.map((B) => [B, []]));
-      const f = new Map(sizes.map((B) => [B, feeds(m, Array.from({ length: B }, (_, i) => T - 3 * i), Array.from({ length: B }, (_, i) => i + 1))]));
-      for (const B of sizes) for (let i = 0; i < 5; i++) await s.run(f.get(B)!);
-      for (let r = 0; r < ROUNDS; r++) {
-        for (const B of sizes) {
-          const t0 = performance.now();
-          for (let i = 0; i < STEPS; i++) await s.run(f.get(B)!);
-          perStep.get(B)!.push((performance.now() - t0) / STEPS);
+  try {
+    let x = 7;
+    const r = (k: number) => {
+      x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+      return (x >>> 8) % k;
+    };
+    // one step, three layouts
+    const variants: Array<{ name: string; s: ort.InferenceSession; layout: Layout }> = [
+      { name: 'exported decoder, left padding', s: exported, layout: 'left' },
+      { name: 'per-row quantization, left padding', s: perRow, layout: 'left' },
+      { name: 'per-row quantization, gap before the new token', s: perRow, layout: 'gap' },
+    ];
+    const stats = variants.map(() => ({ n: 0, eq: 0, max: 0 }));
+    for (let trial = 0; trial < 30; trial++) {
+      const B = 2 + (trial % 7);
+      const lens = Array.from({ length: B }, () => 1 + r(900));
+      const seeds = lens.map(() => 1 + r(1e6));
+      const solo: Float32Array[] = [];
+      for (let b = 0; b < B; b++) solo.push((await exported.run(feeds([lens[b]!], [seeds[b]!], 'left'))).logits!.data as Float32Array);
+      for (const [i, v] of variants.entries()) {
+        const out = (await v.s.run(feeds(lens, seeds, v.layout))).logits!.data as Float32Array;
+        for (let b = 0; b < B; b++) {
+          const d = rowDiff(solo[b]!, out, b);
+          stats[i]!.n++;
+          if (d === 0) stats[i]!.eq++;
+          stats[i]!.max = Math.max(stats[i]!.max, d);
         }
       }
-      const one = median(perStep.get(1)!);
-      for (const B of sizes) {
-        const ms = median(perStep.get(B)!);
-        rows.push({
-          decoder: m.name,
-          past_tokens: T,
-          rows: B,
-          'ms/step': Number(ms.toFixed(2)),
-          'ms/row': Number((ms / B).toFixed(2)),
-          'rows/s vs B=1': `${((one * B) / ms).toFixed(2)}×`,
-          'rows equal alone (of 8)': B === 8 ? equal : '',
-          'max |Δlogit|': B === 8 ? Number(maxDiff.toPrecision(3)) : '',
-        });
-      }
-    } finally {
-      await s.release();
     }
+    variants.forEach((v, i) => rows.push({ decoder: v.name, 'rows equal alone': `${stats[i]!.eq} of ${stats[i]!.n}`, 'max abs Δlogit': Number(stats[i]!.max.toPrecision(3)) }));
+    // the engine's batched decoder: 8 steps, the KV carried from step to step
+    const st = { n: 0, eq: 0, max: 0 };
+    for (let trial = 0; trial < 8; trial++) {
+      const B = 2 + (trial % 7);
+      const lens = Array.from({ length: B }, () => 1 + r(900));
+      const seeds = lens.map(() => 1 + r(1e6));
+      const solo: Float32Array[][] = lens.map(() => []);
+      for (let b = 0; b < B; b++) {
+        let f = feeds([lens[b]!], [seeds[b]!], 'left');
+        for (let s = 0; s < 8; s++) {
+          const o = await exported.run(f);
+          solo[b]!.push(o.logits!.data as Float32Array);
+          const n = lens[b]! + s + 1;
+          f = { ...feeds([n], [seeds[b]!], 'left', n, s + 1) };
+          for (const k of Object.keys(o)) if (k.startsWith('present')) f[k.replace('present', 'past_key_values')] = o[k]!;
+        }
+      }
+      let Tm = Math.max(...lens) + r(50);
+      let f = feeds(lens, seeds, 'row-length', Tm);
+      for (let s = 0; s < 8; s++) {
+        const o = await batched.run(f);
+        const lg = o.logits!.data as Float32Array;
+        for (let b = 0; b < B; b++) {
+          const d = rowDiff(solo[b]![s]!, lg, b);
+          st.n++;
+          if (d === 0) st.eq++;
+          st.max = Math.max(st.max, d);
+        }
+        Tm++;
+        f = feeds(
+          lens.map((n) => n + s + 1),
+          seeds,
+          'row-length',
+          Tm,
+          s + 1,
+        );
+        for (const k of Object.keys(o)) if (k.startsWith('present')) f[k.replace('present', 'past_key_values')] = o[k]!;
+      }
+    }
+    rows.push({ decoder: 'batched decoder (per-row quantization, new token at the row length), 8 steps', 'rows equal alone': `${st.eq} of ${st.n}`, 'max abs Δlogit': Number(st.max.toPrecision(3)) });
+
+    // cost: B rows of T past tokens per batched step against one row on the exported decoder, interleaved
+    const sizes = [1, 2, 4, 8];
+    const cases = [{ name: 'exported', s: exported, B: 1 }, ...sizes.map((B) => ({ name: 'batched', s: batched, B }))];
+    const f = cases.map((c) => feeds(Array.from({ length: c.B }, (_, i) => T - 3 * i), Array.from({ length: c.B }, (_, i) => i + 1), c.name === 'exported' ? 'left' : 'row-length', T));
+    const ms = cases.map(() => [] as number[]);
+    for (const [i, c] of cases.entries()) for (let k = 0; k < 5; k++) await c.s.run(f[i]!);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [i, c] of cases.entries()) {
+        const t0 = performance.now();
+        for (let k = 0; k < STEPS; k++) await c.s.run(f[i]!);
+        ms[i]!.push((performance.now() - t0) / STEPS);
+      }
+    }
+    const one = median(ms[0]!);
+    cases.forEach((c, i) => {
+      const t = median(ms[i]!);
+      rows.push({ decoder: `${c.name} decoder, ${T} past tokens`, rows: c.B, 'ms/step': Number(t.toFixed(2)), 'rows/s vs exported B=1': `${((one * c.B) / t).toFixed(2)}×` });
+    });
+  } finally {
+    await Promise.all([exported.release(), perRow.release(), batched.release()]);
   }
   return rows;
 }

@@ -1,8 +1,14 @@
 /**
  * serve-model throughput against concurrency on loupe-tiny: the same requests (an image and a question each, seeded,
- * 16 new tokens) sent one at a time and 8 at a time, interleaved in rounds, to `loupe serve-model` with its default
- * engine processes (one per core for a small model) and, for comparison, with `--replicas 1`.
+ * 16 new tokens) sent one at a time and 8 at a time, interleaved in rounds, to `loupe serve-model` with its defaults
+ * (one engine process per core for a small model, each batching up to 8 requests' decode steps) and, for comparison,
+ * without batching (`--batch 1`) and with one process (`--replicas 1`, with and without batching). Every server must
+ * give each request the same text at c8 as at c1 (batching is exact): a difference fails the bench. Besides wall-clock
+ * throughput, which other work on the machine moves a lot, each row has the server's CPU time per request (its process
+ * and its engine processes, Linux /proc), which it moves far less: what batching saves shows there.
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,8 +39,19 @@ async function bodies(): Promise<string[]> {
   return out;
 }
 
-/** Requests per second sending `all` with `c` in flight. */
-async function throughput(url: string, all: string[], c: number): Promise<number> {
+/** The streamed text of one response (its content deltas joined). */
+const streamedText = (sse: string) =>
+  sse
+    .split('\n')
+    .filter((l) => l.startsWith('data: {'))
+    .map((l) => (JSON.parse(l.slice(6)) as { choices?: Array<{ delta?: { content?: string } }> }).choices?.[0]?.delta?.content ?? '')
+    .join('');
+
+/**
+ * Requests per second sending `all` with `c` in flight; each response's text goes into `texts` (by request), and a
+ * text that differs from one already there fails the bench.
+ */
+async function throughput(url: string, all: string[], c: number, texts: Map<number, string>): Promise<number> {
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
@@ -43,10 +60,32 @@ async function throughput(url: string, all: string[], c: number): Promise<number
         const res = await fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_KEY}` }, body: all[i] });
         const text = await res.text();
         if (!res.ok || !text.includes('[DONE]')) throw new Error(`HTTP ${res.status}: ${text.slice(0, 200)}`);
+        const got = streamedText(text);
+        const had = texts.get(i);
+        if (had !== undefined && had !== got) throw new Error(`request ${i} at concurrency ${c}: ${JSON.stringify(got)}, before ${JSON.stringify(had)}`);
+        texts.set(i, got);
       }
     }),
   );
   return (all.length / (performance.now() - t0)) * 1000;
+}
+
+/** CPU seconds (user + system) of a process and its descendants, from /proc (Linux); 0 where unreadable. */
+function treeCpu(pid: number): number {
+  let kids: number[] = [];
+  try {
+    kids = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    // no children (pgrep exits 1)
+  }
+  let own = 0;
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    own = (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (100 a second on Linux)
+  } catch {
+    own = 0;
+  }
+  return own + kids.reduce((a, k) => a + treeCpu(k), 0);
 }
 
 const median = (xs: number[]) => {
@@ -58,32 +97,44 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
   const all = await bodies();
   const servers = [
     { name: 'default', s: await startServeModel(LOUPE_TINY, ['--dtype', 'q8']) },
+    { name: '--batch 1', s: await startServeModel(LOUPE_TINY, ['--dtype', 'q8', '--batch', '1']) },
     { name: '--replicas 1', s: await startServeModel(LOUPE_TINY, ['--dtype', 'q8', '--replicas', '1']) },
+    { name: '--replicas 1 --batch 1', s: await startServeModel(LOUPE_TINY, ['--dtype', 'q8', '--replicas', '1', '--batch', '1']) },
   ];
   try {
-    const r: Record<string, { c1: number[]; c8: number[] }> = {};
+    const r: Record<string, { c1: number[]; c8: number[]; cpu1: number[]; cpu8: number[] }> = {};
+    // one text per request across servers, rounds and concurrency: sampling is seeded, and batching must not change it
+    const texts = new Map<number, string>();
     for (const { name, s } of servers) {
-      r[name] = { c1: [], c8: [] };
-      await throughput(s.url, all.slice(0, 8), 8); // warm: every replica has loaded, images cached
+      r[name] = { c1: [], c8: [], cpu1: [], cpu8: [] };
+      await throughput(s.url, all.slice(0, 8), 8, texts); // warm: every replica has loaded, images cached
     }
     for (let round = 0; round < ROUNDS; round++) {
       for (const { name, s } of servers) {
-        r[name]!.c1.push(await throughput(s.url, all, 1));
-        r[name]!.c8.push(await throughput(s.url, all, 8));
+        const cpu0 = treeCpu(s.child.pid!);
+        r[name]!.c1.push(await throughput(s.url, all, 1, texts));
+        const cpu1 = treeCpu(s.child.pid!);
+        r[name]!.c8.push(await throughput(s.url, all, 8, texts));
+        r[name]!.cpu1.push(((cpu1 - cpu0) / all.length) * 1000);
+        r[name]!.cpu8.push(((treeCpu(s.child.pid!) - cpu1) / all.length) * 1000);
       }
     }
     const load = os.loadavg()[0]!.toFixed(1);
     return servers.map(({ name, s }) => {
-      const { c1, c8 } = r[name]!;
+      const { c1, c8, cpu1, cpu8 } = r[name]!;
       const ratios = c1.map((x, i) => c8[i]! / x);
       return {
         server: `serve-model loupe-tiny q8 ${name}`,
         engines: /(\d+) engine processes/.exec(s.banner)?.[1] ?? '1',
+        batch: /up to (\d+) requests a decode step/.exec(s.banner)?.[1] ?? '1',
         requests: REQUESTS * ROUNDS,
         c1_req_per_s: Math.round(median(c1) * 100) / 100,
         c8_req_per_s: Math.round(median(c8) * 100) / 100,
         c8_over_c1: `${median(ratios).toFixed(2)}× (rounds ${ratios.map((x) => x.toFixed(2)).join(' ')})`,
+        cpu_ms_per_req_c1: Math.round(median(cpu1)),
+        cpu_ms_per_req_c8: Math.round(median(cpu8)),
         load_1m: load,
+        same_text: `${texts.size} of ${REQUESTS}`,
       };
     });
   } finally {

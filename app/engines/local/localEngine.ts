@@ -83,11 +83,11 @@ export class LocalEngine implements Engine {
         }
       });
       try {
-        const { modelDir, device, dtype, kvCache, threads } = this.opts;
+        const { modelDir, device, dtype, kvCache, threads, batch } = this.opts;
         const ev = await this.call(t, {
           type: 'load',
           id: this.nextId++,
-          options: { modelDir, ...(device ? { device } : {}), ...(dtype ? { dtype } : {}), ...(kvCache !== undefined ? { kvCache } : {}), ...(threads ? { threads } : {}) },
+          options: { modelDir, ...(device ? { device } : {}), ...(dtype ? { dtype } : {}), ...(kvCache !== undefined ? { kvCache } : {}), ...(threads ? { threads } : {}), ...(batch && batch > 1 ? { batch } : {}) },
         });
         if (ev.type === 'loaded') this.lastInfo = ev.info;
         this.transport = t;

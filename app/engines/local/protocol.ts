@@ -23,6 +23,12 @@ export interface LoadOptions {
    * exported one on CPU and WebGPU.
    */
   decoder?: 'auto' | 'fused' | 'exported';
+  /**
+   * Most requests one decode step may take together (default 1: one request at a time). Above 1, requests that arrive
+   * while others decode join them step by step, each getting exactly the tokens it gets alone; only where the decoder
+   * allows that (a q8 export on the CPU with one intra-op thread, checked on a probe at load: EngineInfo.batch says).
+   */
+  batch?: number;
 }
 
 /**

@@ -18,10 +18,11 @@ export function register(program: Command): void {
     .option('--name <id>', 'model id clients send (default: the folder name)')
     .option('--threads <n>', 'ONNX Runtime threads (default: 1 for a small model, else one per core)')
     .option('--replicas <n>', 'engine processes serving the model, requests spread over them (default: one per core for a small model without --threads, else 1)')
+    .option('--batch <n>', 'requests one engine process decodes together, step by step, each getting exactly the tokens it gets alone (a q8 model on the CPU with one thread; others decode one at a time; 1 = off)', '8')
     .option('--api-key-file <file>', 'read the bearer key clients must send from this file (else $LOUPE_API_KEY, else a new one, printed)')
     .option('--image-root <dir>', 'a folder whose files requests may name as local images (repeatable; default: none, data: URLs only)', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--allow-origin <origin>', 'a browser page origin allowed to call, e.g. http://127.0.0.1:5173 (repeatable; default: none)', (v: string, all: string[]) => [...all, v], [] as string[])
-    .action(async (dir: string, o: { port: string; host: string; device: string; dtype: string; name?: string; threads?: string; replicas?: string; apiKeyFile?: string; imageRoot: string[]; allowOrigin: string[] }) => {
+    .action(async (dir: string, o: { port: string; host: string; device: string; dtype: string; name?: string; threads?: string; replicas?: string; batch: string; apiKeyFile?: string; imageRoot: string[]; allowOrigin: string[] }) => {
       // The key never has to be on the command line (any local user can read argv in ps): a file or the environment.
       const given = readApiKey(o.apiKeyFile);
       for (const r of o.imageRoot) if (!fs.statSync(r, { throwIfNoEntry: false })?.isDirectory()) throw new Error(`--image-root ${JSON.stringify(r)} is not a folder`);
@@ -29,11 +30,13 @@ export function register(program: Command): void {
       if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) throw new Error(`--threads must be an integer ≥ 1, got ${JSON.stringify(o.threads)}`);
       const replicas = o.replicas === undefined ? defaultReplicas(dir, o.device, threads) : Number(o.replicas);
       if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= 64)) throw new Error(`--replicas must be an integer from 1 to 64, got ${JSON.stringify(o.replicas)}`);
+      const batch = Number(o.batch);
+      if (!(Number.isInteger(batch) && batch >= 1 && batch <= 64)) throw new Error(`--batch must be an integer from 1 to 64, got ${JSON.stringify(o.batch)}`);
       const [{ serveModel }, { createEngineManager }] = await Promise.all([import('../../../app/engines/serve/serveModel'), import('../../core/wiring')]);
       const engines = await createEngineManager({ isolation: 'process' }); // a crash stays in the child
       const served = await serveModel(
         engines,
-        { modelDir: path.resolve(dir), device: o.device as EngineDevice, dtype: o.dtype as EngineDtype, ...(threads ? { threads } : {}), replicas },
+        { modelDir: path.resolve(dir), device: o.device as EngineDevice, dtype: o.dtype as EngineDtype, ...(threads ? { threads } : {}), replicas, batch },
         {
           host: o.host,
           port: Number(o.port),
@@ -45,7 +48,7 @@ export function register(program: Command): void {
       );
       const { info, server } = served;
       if (info.fallbackReason) console.error(`warning: ${info.fallbackReason}; running on ${info.device}`);
-      console.log(`serving ${info.model} (device ${info.device}, dtype ${JSON.stringify(info.dtype)}, threads ${info.threads === 0 ? 'ORT default' : info.threads}${info.replicas ? `, ${info.replicas} engine processes` : ''}) at ${server.url}`);
+      console.log(`serving ${info.model} (device ${info.device}, dtype ${JSON.stringify(info.dtype)}, threads ${info.threads === 0 ? 'ORT default' : info.threads}${info.replicas ? `, ${info.replicas} engine processes` : ''}${info.batch ? `, up to ${info.batch} requests a decode step` : ''}) at ${server.url}`);
       console.log(given ? `  api key: from ${given.from}` : `  api key: ${server.apiKey}   (clients send "Authorization: Bearer KEY"; set LOUPE_API_KEY or --api-key-file to choose it)`);
       if (o.imageRoot.length) console.log(`  local images readable under: ${o.imageRoot.map((r) => path.resolve(r)).join(', ')}`);
       const stop = async () => {

@@ -28,3 +28,15 @@ describe('serve-model --replicas default', () => {
     expect(defaultReplicas(path.join(tmp, 'missing'), 'cpu', undefined)).toBe(1);
   });
 });
+
+describe('serve-model --batch', () => {
+  it('refuses a batch that is not an integer from 1 to 64, before loading anything', async () => {
+    const { Command } = await import('commander');
+    const { register } = await import('../../../main/cli/commands/serveModel');
+    for (const bad of ['0', '65', '2.5', 'eight']) {
+      const program = new Command().exitOverride();
+      register(program);
+      await expect(program.parseAsync(['node', 'loupe', 'serve-model', model('batch', 1024), '--batch', bad]), bad).rejects.toThrow(/--batch must be an integer from 1 to 64/);
+    }
+  });
+});

@@ -1,0 +1,296 @@
+/**
+ * The q8 decoder with its activations quantized per batch row instead of per tensor, so that several requests' decode
+ * steps can run as one batch and each row still gets exactly the numbers it gets alone.
+ *
+ * A q8 export (onnxruntime's dynamic quantization) feeds every quantized MatMul through a DynamicQuantizeLinear: one
+ * scale and one zero point for the whole activation tensor, taken from its min and max. Over a batch those span all
+ * rows, so a row's logits move with its neighbours. `rewriteRowQuantized` replaces each DynamicQuantizeLinear by the
+ * same arithmetic done per row of the batch axis (axis 0; a row's whole [S, K] slab, so a one-request batch is
+ * quantized exactly as before):
+ *   min = min(0, ReduceMin(x_b)), max = max(0, ReduceMax(x_b)),
+ *   scale = max == min ? 1 : (max - min) / 255, zp = uint8(RoundHalfToEven(Clip(0 - min / scale, 0, 255))),
+ *   q = QuantizeLinear(x, scale, zp, axis 0)
+ * (onnxruntime's GetQuantizationParameter and MlasQuantizeLinear, float op for float op). onnxruntime's MatMulInteger
+ * takes only one zero point for A, so each MatMulInteger that read the tensor's zero point now gets none (0) and the
+ * row's share is taken off in int32, exactly: Σ_k (a - z)(w - wz) = Σ_k a (w - wz) - z · Σ_k (w - wz), the column
+ * sums of the weight computed here once. The scale multiplications after it are the graph's own, now broadcast over
+ * a [B, 1, 1] scale.
+ *
+ * Rows of a batch have different lengths. The exported graph appends each step's key/value after the past
+ * (Concat on the time axis), so with rows padded to the longest, a row's new token sits at another index than alone,
+ * and the fp32 sums over the context (softmax, attention × V) group its terms differently: some rows come out a few
+ * ulps off (decode-batch bench). So each Concat becomes: the past plus one empty slot, and the new key/value written
+ * (ScatterND) at the row's own length n_b = Σ attention_mask_b - 1. A row's past is left-aligned, its mask ones over
+ * [0, n_b]: its context sits where it sits alone, with only masked zeros after it.
+ *
+ * Everything else is kept byte for byte. Anything this does not recognise (a zero point read by another node, a weight
+ * outside the file or not int8/uint8, a per-column weight zero point) returns null: the caller keeps decoding one
+ * request at a time. The engine uses the rewritten session only for batches, after checking on a probe that it gives
+ * the exported decoder's bits for one row (see QwenVLRuntime).
+ */
+import { fields, intAttr, ld, msg, node, tensorBytes, text, varints, type Field } from './onnxProto';
+
+interface NodeInfo {
+  field: Field;
+  inputs: string[];
+  outputs: string[];
+  name: string;
+  op: string;
+  domain: string;
+  /** attribute names */
+  attrs: string[];
+}
+
+function readNode(b: Uint8Array, f: Field): NodeInfo {
+  const n: NodeInfo = { field: f, inputs: [], outputs: [], name: '', op: '', domain: '', attrs: [] };
+  for (const x of fields(b, f.body![0], f.body![1])) {
+    if (x.no === 1 && x.wire === 2) n.inputs.push(text(b, x));
+    else if (x.no === 2 && x.wire === 2) n.outputs.push(text(b, x));
+    else if (x.no === 3 && x.wire === 2) n.name = text(b, x);
+    else if (x.no === 4 && x.wire === 2) n.op = text(b, x);
+    else if (x.no === 7 && x.wire === 2) n.domain = text(b, x);
+    else if (x.no === 5 && x.wire === 2) {
+      const nf = fields(b, x.body![0], x.body![1]).find((a) => a.no === 1 && a.wire === 2);
+      n.attrs.push(nf ? text(b, nf) : '');
+    }
+  }
+  return n;
+}
+
+interface TensorInfo {
+  name: string;
+  dims: number[];
+  dataType: number;
+  raw: Uint8Array | null;
+  int32s: number[];
+  external: boolean;
+}
+
+function readTensor(b: Uint8Array, f: Field): TensorInfo {
+  const tf = fields(b, f.body![0], f.body![1]);
+  const name = tf.find((x) => x.no === 8 && x.wire === 2);
+  const raw = tf.find((x) => x.no === 9 && x.wire === 2);
+  return {
+    name: name ? text(b, name) : '',
+    dims: varints(b, tf, 1),
+    dataType: tf.find((x) => x.no === 2 && x.wire === 0)?.value ?? 0,
+    raw: raw ? b.subarray(raw.body![0], raw.body![1]) : null,
+    int32s: varints(b, tf, 5),
+    external: tf.some((x) => x.no === 13 || (x.no === 14 && x.value === 1)),
+  };
+}
+
+const UINT8 = 2;
+const INT8 = 3;
+const INT32 = 6;
+const INT64 = 7;
+const FLOAT = 1;
+
+/** One integer value of a scalar (or one-element) int8/uint8 tensor, raw or int32_data. */
+function scalarInt(t: TensorInfo): number | null {
+  if (t.external || (t.dataType !== INT8 && t.dataType !== UINT8)) return null;
+  if (t.dims.length > 1 || (t.dims.length === 1 && t.dims[0] !== 1)) return null;
+  if (t.raw) {
+    if (t.raw.length !== 1) return null;
+    return t.dataType === INT8 ? (t.raw[0]! << 24) >> 24 : t.raw[0]!;
+  }
+  if (t.int32s.length !== 1) return null;
+  // int32_data holds int8 values sign-extended in a varint (as uint64 two's complement for negatives)
+  const v = t.int32s[0]!;
+  return v >= 2 ** 31 ? Math.round(v - 2 ** 64) : v;
+}
+
+function graphInputs(b: Uint8Array, g: Field[]): Set<string> {
+  return new Set(
+    g.filter((f) => f.no === 11 && f.wire === 2).map((f) => {
+      const nf = fields(b, f.body![0], f.body![1]).find((x) => x.no === 1 && x.wire === 2);
+      return nf ? text(b, nf) : '';
+    }),
+  );
+}
+
+/** Whether a node's `axis` attribute is 2. */
+function isAxis2(b: Uint8Array, f: Field): boolean {
+  const a = fields(b, f.body![0], f.body![1]).find((x) => x.no === 5 && x.wire === 2)!;
+  return fields(b, a.body![0], a.body![1]).find((x) => x.no === 3 && x.wire === 0)?.value === 2;
+}
+
+const initializer = (name: string, dataType: number, dims: number[], raw: Uint8Array) => ld(5, tensorBytes(name, dataType, dims, raw));
+const f32 = (xs: number[]) => new Uint8Array(Float32Array.from(xs).buffer);
+const i64 = (xs: number[]) => new Uint8Array(BigInt64Array.from(xs.map(BigInt)).buffer);
+
+/**
+ * The decoder with per-row activation quantization and each row's new key/value at its own length (see the file
+ * comment), or null when it has no DynamicQuantizeLinear or anything about one is not the plain case. Never throws on
+ * bytes it cannot read. `kvAtRowLength: false` keeps the exported KV append (for measurements only: rows then need
+ * equal lengths).
+ */
+export function rewriteRowQuantized(model: Uint8Array, opts: { kvAtRowLength?: boolean } = {}): Uint8Array | null {
+  try {
+    return rewrite(model, opts.kvAtRowLength ?? true);
+  } catch {
+    return null;
+  }
+}
+
+function rewrite(b: Uint8Array, kvAtRowLength: boolean): Uint8Array | null {
+  const top = fields(b);
+  const gf = top.find((f) => f.no === 7 && f.wire === 2);
+  if (!gf) return null;
+  const gFields = fields(b, gf.body![0], gf.body![1]);
+  const inits = new Map<string, TensorInfo>();
+  for (const f of gFields) {
+    if (f.no !== 5 || f.wire !== 2) continue;
+    const t = readTensor(b, f);
+    inits.set(t.name, t);
+  }
+  const nodes = gFields.filter((f) => f.no === 1 && f.wire === 2).map((f) => readNode(b, f));
+  const consumers = new Map<string, NodeInfo[]>();
+  for (const n of nodes) for (const i of n.inputs) if (i) consumers.set(i, [...(consumers.get(i) ?? []), n]);
+  const graphOutputs = new Set(
+    gFields.filter((f) => f.no === 12 && f.wire === 2).map((f) => {
+      const nf = fields(b, f.body![0], f.body![1]).find((x) => x.no === 1 && x.wire === 2);
+      return nf ? text(b, nf) : '';
+    }),
+  );
+
+  const P = 'rowquant';
+  const replace = new Map<Field, Uint8Array>();
+  // shared constants
+  const added: Uint8Array[] = [
+    initializer(`${P}/f0`, FLOAT, [], f32([0])),
+    initializer(`${P}/f1`, FLOAT, [], f32([1])),
+    initializer(`${P}/f255`, FLOAT, [], f32([255])),
+    initializer(`${P}/axis1`, INT64, [1], i64([1])),
+    initializer(`${P}/flat`, INT64, [2], i64([0, -1])),
+    initializer(`${P}/i0`, INT64, [1], i64([0])),
+    initializer(`${P}/i1`, INT64, [1], i64([1])),
+    initializer(`${P}/b11`, INT64, [3], i64([-1, 1, 1])),
+    initializer(`${P}/zero64`, INT64, [], i64([0])),
+    initializer(`${P}/one64`, INT64, [], i64([1])),
+  ];
+  const colsums = new Map<string, string>();
+  let k = 0;
+  for (const n of nodes) {
+    if (n.op !== 'DynamicQuantizeLinear' || (n.domain !== '' && n.domain !== 'ai.onnx')) continue;
+    if (n.inputs.length !== 1 || n.outputs.length !== 3 || n.attrs.length) return null;
+    const [x] = n.inputs as [string];
+    const [q, s, zp] = n.outputs as [string, string, string];
+    if (graphOutputs.has(q) || graphOutputs.has(s) || graphOutputs.has(zp)) return null;
+    const p = `${P}/${k++}`;
+    // every reader of the zero point must be a MatMulInteger over (q, constant weight, zp, scalar weight zp)
+    const mms = consumers.get(zp) ?? [];
+    for (const m of mms) {
+      if (m.op !== 'MatMulInteger' || m.inputs[0] !== q || m.inputs[2] !== zp || m.inputs[0] === zp || m.outputs.length !== 1) return null;
+      const w = inits.get(m.inputs[1] ?? '');
+      if (!w || !w.raw || w.external || (w.dataType !== INT8 && w.dataType !== UINT8) || w.dims.length !== 2) return null;
+      if (w.raw.length !== w.dims[0]! * w.dims[1]!) return null;
+      const wzName = m.inputs[3] ?? '';
+      let wz = 0;
+      if (wzName) {
+        const z = inits.get(wzName);
+        const v = z ? scalarInt(z) : null;
+        if (v === null) return null;
+        wz = v;
+      }
+      const key = `${w.name}|${wzName}`;
+      if (!colsums.has(key)) {
+        const [K, N] = w.dims as [number, number];
+        const sums = new Int32Array(N);
+        const signed = w.dataType === INT8;
+        for (let r = 0; r < K; r++) for (let c = 0; c < N; c++) sums[c]! += (signed ? (w.raw[r * N + c]! << 24) >> 24 : w.raw[r * N + c]!) - wz;
+        const cs = `${P}/colsum${colsums.size}`;
+        added.push(initializer(cs, INT32, [N], new Uint8Array(sums.buffer)));
+        colsums.set(key, cs);
+      }
+    }
+    // the quantized tensor may only go to those MatMulIntegers; the scale goes anywhere (it keeps its meaning)
+    if ((consumers.get(q) ?? []).some((m) => !mms.includes(m))) return null;
+    replace.set(
+      n.field,
+      msg(
+        node('Reshape', `${p}/flatten`, [x, `${P}/flat`], [`${p}/x2`]),
+        node('ReduceMin', `${p}/rmin`, [`${p}/x2`, `${P}/axis1`], [`${p}/rmin`], [intAttr('keepdims', 0)]),
+        node('ReduceMax', `${p}/rmax`, [`${p}/x2`, `${P}/axis1`], [`${p}/rmax`], [intAttr('keepdims', 0)]),
+        node('Min', `${p}/min`, [`${p}/rmin`, `${P}/f0`], [`${p}/min`]),
+        node('Max', `${p}/max`, [`${p}/rmax`, `${P}/f0`], [`${p}/max`]),
+        node('Sub', `${p}/range`, [`${p}/max`, `${p}/min`], [`${p}/range`]),
+        node('Div', `${p}/scale0`, [`${p}/range`, `${P}/f255`], [`${p}/scale0`]),
+        node('Equal', `${p}/flat_range`, [`${p}/max`, `${p}/min`], [`${p}/flat_range`]),
+        node('Where', `${p}/scale`, [`${p}/flat_range`, `${P}/f1`, `${p}/scale0`], [`${p}/scale`]),
+        node('Div', `${p}/min_over_scale`, [`${p}/min`, `${p}/scale`], [`${p}/mos`]),
+        node('Sub', `${p}/zp_float`, [`${P}/f0`, `${p}/mos`], [`${p}/zpf`]),
+        node('Clip', `${p}/zp_clip`, [`${p}/zpf`, `${P}/f0`, `${P}/f255`], [`${p}/zpc`]),
+        node('Round', `${p}/zp_round`, [`${p}/zpc`], [`${p}/zpr`]),
+        node('Cast', `${p}/zp_u8`, [`${p}/zpr`], [`${p}/zp`], [intAttr('to', UINT8)]),
+        node('QuantizeLinear', `${p}/quantize`, [x, `${p}/scale`, `${p}/zp`], [q], [intAttr('axis', 0)]),
+        // [B] → [B, 1, 1] for the scale and the zero point, so they broadcast over each row of a decoder's [B, S, K]
+        // activations (a graph whose activations have another rank fails the engine's probe and is not batched)
+        node('Reshape', `${p}/scale_b`, [`${p}/scale`, `${P}/b11`], [s]),
+        node('Cast', `${p}/zp_i32`, [`${p}/zp`], [`${p}/zp32`], [intAttr('to', INT32)]),
+        node('Reshape', `${p}/zp_b`, [`${p}/zp32`, `${P}/b11`], [`${p}/zp_b`]),
+      ),
+    );
+    for (const m of mms) {
+      const out = m.outputs[0]!;
+      const mp = `${p}/${m.name || out}`;
+      const cs = colsums.get(`${m.inputs[1]}|${m.inputs[3] ?? ''}`)!;
+      replace.set(
+        m.field,
+        msg(
+          node('MatMulInteger', m.name ? `${m.name}/row_zp` : `${mp}/mm`, [q, m.inputs[1]!, '', m.inputs[3] ?? ''], [`${mp}/raw`]),
+          node('Mul', `${mp}/zp_share`, [`${p}/zp_b`, cs], [`${mp}/zp_share`]),
+          node('Sub', `${mp}/minus_zp`, [`${mp}/raw`, `${mp}/zp_share`], [out]),
+        ),
+      );
+    }
+  }
+  if (k === 0) return null;
+  const assemble = () => msg(...top.flatMap((f) => (f === gf ? [ld(7, msg(...gFields.map((x) => replace.get(x) ?? b.subarray(x.start, x.end)), ...added))] : [b.subarray(f.start, f.end)])));
+  // without the KV part (the decode-batch bench measures what per-row quantization alone gives)
+  if (!kvAtRowLength) return assemble();
+  // each layer's KV append: Concat(past, new) on the time axis puts the new token at index T (the batch's longest
+  // past) for every row; instead the past gets one empty slot at the end and each row's new key/value is written at
+  // that row's own length, n_b = Σ attention_mask_b - 1 (the row's past is left-aligned, its mask ones over
+  // [0, n_b]). A row's context then sits where it sits alone, followed by masked zeros only.
+  const concats = nodes.filter((n) => n.op === 'Concat' && n.inputs.length === 2 && n.inputs[0]!.startsWith('past_key_values.') && n.outputs[0]!.startsWith('present.'));
+  if (!graphInputs(b, gFields).has('attention_mask') || concats.length === 0) return null;
+  for (const c of concats) if (c.attrs.length !== 1 || c.attrs[0] !== 'axis' || !isAxis2(b, c.field)) return null;
+  const first = concats[0]!;
+  added.push(initializer(`${P}/i2`, INT64, [1], i64([2])), initializer(`${P}/shape_b111`, INT64, [4], i64([-1, 1, 1, 1])), initializer(`${P}/shape_1h11`, INT64, [4], i64([1, -1, 1, 1])));
+  // indices [B, H, 1, 3] = (b, h, n_b), made once from the first layer's new key/value (every layer has the same B, H)
+  const idx = msg(
+    node('ReduceSum', `${P}/kv/len`, ['attention_mask', `${P}/axis1`], [`${P}/kv/len`], [intAttr('keepdims', 0)]),
+    node('Sub', `${P}/kv/at`, [`${P}/kv/len`, `${P}/one64`], [`${P}/kv/at`]),
+    node('Shape', `${P}/kv/shape`, [first.inputs[1]!], [`${P}/kv/shape`]),
+    node('Slice', `${P}/kv/b`, [`${P}/kv/shape`, `${P}/i0`, `${P}/i1`], [`${P}/kv/nb`]),
+    node('Slice', `${P}/kv/h`, [`${P}/kv/shape`, `${P}/i1`, `${P}/i2`], [`${P}/kv/nh`]),
+    node('Squeeze', `${P}/kv/b0`, [`${P}/kv/nb`, `${P}/i0`], [`${P}/kv/nb0`]),
+    node('Squeeze', `${P}/kv/h0`, [`${P}/kv/nh`, `${P}/i0`], [`${P}/kv/nh0`]),
+    node('Range', `${P}/kv/brange`, [`${P}/zero64`, `${P}/kv/nb0`, `${P}/one64`], [`${P}/kv/br`]),
+    node('Range', `${P}/kv/hrange`, [`${P}/zero64`, `${P}/kv/nh0`, `${P}/one64`], [`${P}/kv/hr`]),
+    node('Reshape', `${P}/kv/b4`, [`${P}/kv/br`, `${P}/shape_b111`], [`${P}/kv/b4`]),
+    node('Reshape', `${P}/kv/h4`, [`${P}/kv/hr`, `${P}/shape_1h11`], [`${P}/kv/h4`]),
+    node('Reshape', `${P}/kv/n4`, [`${P}/kv/at`, `${P}/shape_b111`], [`${P}/kv/n4`]),
+    node('Concat', `${P}/kv/bh1`, [`${P}/kv/nb`, `${P}/kv/nh`, `${P}/i1`, `${P}/i1`], [`${P}/kv/bh11`], [intAttr('axis', 0)]),
+    node('Expand', `${P}/kv/bx`, [`${P}/kv/b4`, `${P}/kv/bh11`], [`${P}/kv/bx`]),
+    node('Expand', `${P}/kv/hx`, [`${P}/kv/h4`, `${P}/kv/bh11`], [`${P}/kv/hx`]),
+    node('Expand', `${P}/kv/nx`, [`${P}/kv/n4`, `${P}/kv/bh11`], [`${P}/kv/nx`]),
+    node('Concat', `${P}/kv/idx`, [`${P}/kv/bx`, `${P}/kv/hx`, `${P}/kv/nx`], [`${P}/kv/idx`], [intAttr('axis', 3)]),
+    // the empty slot, [B, H, 1, head dim] of zeros (a Concat copies the past faster than a Pad)
+    node('ConstantOfShape', `${P}/kv/zeros`, [`${P}/kv/shape`], [`${P}/kv/zeros`]),
+  );
+  for (const c of concats) {
+    const [past, fresh] = c.inputs as [string, string];
+    const out = c.outputs[0]!;
+    replace.set(
+      c.field,
+      msg(
+        ...(c === first ? [idx] : []),
+        node('Concat', `${out}/slot`, [past, `${P}/kv/zeros`], [`${out}/slot`], [intAttr('axis', 2)]),
+        node('ScatterND', `${out}/at_row_length`, [`${out}/slot`, `${P}/kv/idx`, fresh], [out]),
+      ),
+    );
+  }
+  return assemble();
+}
