@@ -130,6 +130,16 @@ describe('devices, errors, forms and Settings', () => {
     // Threads: a bad value is said in words and not saved; a good one is saved.
     await page.getByTestId('settings-threads').fill('two');
     await expect(page.getByTestId('settings-threads-error').textContent()).resolves.toBe('a whole number from 0 (automatic) to 256');
+    // another setting saved meanwhile (the default model, there and back) leaves what is being typed alone
+    const models = page.getByTestId('settings-default-model');
+    const other = (await models.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).find((v) => v && v !== 'loupe-tiny');
+    expect(other).toBeTruthy();
+    await models.selectOption(other!);
+    await expect.poll(() => (JSON.parse(fs.readFileSync(path.join(app.workspace, 'settings.json'), 'utf8')) as Record<string, unknown>)['defaultModel']).toBe(other);
+    await models.selectOption('loupe-tiny');
+    await expect.poll(() => (JSON.parse(fs.readFileSync(path.join(app.workspace, 'settings.json'), 'utf8')) as Record<string, unknown>)['defaultModel']).toBe('loupe-tiny');
+    await expect.poll(() => page.getByTestId('settings-threads').inputValue()).toBe('two');
+    await expect(page.getByTestId('settings-threads-error').textContent()).resolves.toBe('a whole number from 0 (automatic) to 256');
     await page.getByTestId('settings-threads').fill('2');
     await page.getByTestId('settings-threads').press('Enter');
     await expect.poll(() => JSON.parse(fs.readFileSync(path.join(app.workspace, 'settings.json'), 'utf8')) as Record<string, unknown>).toMatchObject({ device: 'cpu', threads: 2, defaultModel: 'loupe-tiny' });

@@ -25,9 +25,12 @@ export function SettingsPage() {
   const setDeveloper = useAppStore((s) => s.setDeveloper);
   const saveSettings = useAppStore((s) => s.saveSettings);
   const [threads, setThreads] = useState('');
+  // follow the stored value only when it changes: another setting saved meanwhile (the device, the default model)
+  // must not overwrite what is being typed here
+  const storedThreads = settings?.threads;
   useEffect(() => {
-    if (settings) setThreads(String(settings.threads));
-  }, [settings]);
+    if (storedThreads !== undefined) setThreads(String(storedThreads));
+  }, [storedThreads]);
   const tp = threadsProblem(threads);
   return (
     <section className="page settings-page">
