@@ -127,7 +127,9 @@ describe('devices, errors, forms and Settings', () => {
     // Device: from detection, the same setting the Models page used.
     await expect.poll(() => page.getByTestId('settings-device').inputValue()).toBe('webgpu');
     await page.getByTestId('settings-device').selectOption('cpu');
-    // Threads: a bad value is said in words and not saved; a good one is saved.
+    // Threads: a bad value is said in words and not saved; a good one is saved. (First the stored value, 0: typing
+    // before the settings arrive would be replaced by them.)
+    await expect.poll(() => page.getByTestId('settings-threads').inputValue()).toBe('0');
     await page.getByTestId('settings-threads').fill('two');
     await expect(page.getByTestId('settings-threads-error').textContent()).resolves.toBe('a whole number from 0 (automatic) to 256');
     // another setting saved meanwhile (the default model, there and back) leaves what is being typed alone
