@@ -199,8 +199,8 @@ export function setBufferFreer(f: (b: ArrayBuffer[]) => void): void {
   freeBuffers = f;
 }
 
-/** Deterministic values in [-1, 1) for the probe. */
-function noise(n: number, seed: number): Float32Array {
+/** Deterministic values in [-1, 1) for the probe (and the tests and bench that check batches the same way). */
+export function noise(n: number, seed: number): Float32Array {
   const a = new Float32Array(n);
   let x = seed >>> 0;
   for (let i = 0; i < n; i++) {
@@ -210,7 +210,8 @@ function noise(n: number, seed: number): Float32Array {
   return a;
 }
 
-const same = (a: Float32Array, b: Float32Array) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
+/** Whether two float arrays hold the same bits (NaN equal to NaN, −0 apart from +0). */
+export const same = (a: Float32Array, b: Float32Array) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
 
 /**
  * One step of the exported decoder for one request (the engine's solo step), on random inputs; returns the logits

@@ -24,7 +24,7 @@
  */
 import { readFile, writeFile, rename, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { readModelFolder, fields, floatAttr, intAttr, intsAttr, ld, msg, node, str, tensorBytes, text, varints, vi, type Field } from './onnxProto';
+import { readModelFolder, fields, floatAttr, intAttr, intsAttr, ld, msg, node, readTensor, str, tensorBytes, text, varints, vi, type Field } from './onnxProto';
 
 /** File stem of the fused decoder (add the dtype suffix and `.onnx`). */
 export const FUSED_DECODER = 'decoder_model_merged_fused';
@@ -156,14 +156,16 @@ function embedWeight(model: Uint8Array, vocab: number, hidden: number): Init {
   const inits = new Map<string, Init>();
   const gathers: string[] = [];
   for (const f of gf) {
-    if (f.wire !== 2 || (f.no !== 1 && f.no !== 5)) continue;
-    const sub = fields(model, f.body![0], f.body![1]);
-    const s = (no: number) => {
-      const x = sub.find((y) => y.no === no);
-      return x ? text(model, x) : '';
-    };
-    if (f.no === 5) inits.set(s(8), { name: s(8), dims: varints(model, sub, 1), dataType: varints(model, sub, 2)[0] ?? 0, bytes: model.subarray(f.body![0], f.body![1]) });
-    if (f.no === 1 && s(4) === 'Gather') gathers.push(text(model, sub.find((y) => y.no === 1)!));
+    if (f.wire !== 2) continue;
+    if (f.no === 5) {
+      const t = readTensor(model, f);
+      inits.set(t.name, { name: t.name, dims: t.dims, dataType: t.dataType, bytes: model.subarray(f.body![0], f.body![1]) });
+    } else if (f.no === 1) {
+      const sub = fields(model, f.body![0], f.body![1]);
+      const op = sub.find((y) => y.no === 4);
+      const input = sub.find((y) => y.no === 1);
+      if (op && text(model, op) === 'Gather' && input) gathers.push(text(model, input));
+    }
   }
   if (gathers.length !== 1) throw new Error(`embed_tokens: expected one Gather node, found ${gathers.length}: not an export Loupe's converter wrote`);
   const w = inits.get(gathers[0]!);

@@ -62,6 +62,34 @@ export function fields(b: Uint8Array, start = 0, end = b.length): Field[] {
 
 export const text = (b: Uint8Array, f: Field): string => Buffer.from(b.subarray(f.body![0], f.body![1])).toString('utf8');
 
+/** What the graph editors read of a TensorProto (an initializer). */
+export interface TensorInfo {
+  name: string;
+  dims: number[];
+  dataType: number;
+  /** raw_data, when the values are stored there */
+  raw: Uint8Array | null;
+  /** int32_data (small integer tensors often use it) */
+  int32s: number[];
+  /** data kept outside the file (not read here) */
+  external: boolean;
+}
+
+/** TensorProto: dims 1, data_type 2, int32_data 5, name 8, raw_data 9, external_data 13, data_location 14. */
+export function readTensor(b: Uint8Array, f: Field): TensorInfo {
+  const tf = fields(b, f.body![0], f.body![1]);
+  const name = tf.find((x) => x.no === 8 && x.wire === 2);
+  const raw = tf.find((x) => x.no === 9 && x.wire === 2);
+  return {
+    name: name ? text(b, name) : '',
+    dims: varints(b, tf, 1),
+    dataType: tf.find((x) => x.no === 2 && x.wire === 0)?.value ?? 0,
+    raw: raw ? b.subarray(raw.body![0], raw.body![1]) : null,
+    int32s: varints(b, tf, 5),
+    external: tf.some((x) => x.no === 13 || (x.no === 14 && x.value === 1)),
+  };
+}
+
 /** The values of a repeated varint field, packed (wire 2) or not. */
 export function varints(b: Uint8Array, fs: Field[], no: number): number[] {
   const out: number[] = [];

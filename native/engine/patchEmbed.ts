@@ -11,7 +11,7 @@
  * onnxProto.ts', shared with the other graph editors). The reshapes take the patch count from the input's shape, so
  * an input that is not one patch per row fails loudly instead of mixing rows.
  */
-import { fields, intAttr, ld, msg, node, tensorBytes, text, varints, type Field } from './onnxProto';
+import { fields, intAttr, ld, msg, node, readTensor, tensorBytes, text, varints, type Field, type TensorInfo } from './onnxProto';
 
 interface NodeInfo {
   inputs: string[];
@@ -47,31 +47,6 @@ function readNode(b: Uint8Array, f: Field): NodeInfo {
   return n;
 }
 
-interface TensorInfo {
-  name: string;
-  dims: number[];
-  dataType: number;
-  raw: Uint8Array | null;
-  /** values stored as int32_data (small integer tensors often are) */
-  int32s: number;
-  /** data kept outside the file (not handled here) */
-  external: boolean;
-}
-
-/** TensorProto: dims 1, data_type 2, int32_data 5, name 8, raw_data 9, external_data 13, data_location 14. */
-function readTensor(b: Uint8Array, f: Field): TensorInfo {
-  const tf = fields(b, f.body![0], f.body![1]);
-  const name = tf.find((x) => x.no === 8 && x.wire === 2);
-  const raw = tf.find((x) => x.no === 9 && x.wire === 2);
-  return {
-    name: name ? text(b, name) : '',
-    dims: varints(b, tf, 1),
-    dataType: tf.find((x) => x.no === 2 && x.wire === 0)?.value ?? 0,
-    raw: raw ? b.subarray(raw.body![0], raw.body![1]) : null,
-    int32s: varints(b, tf, 5).length,
-    external: tf.some((x) => x.no === 13 || (x.no === 14 && x.value === 1)),
-  };
-}
 
 const initializer = (name: string, dataType: number, dims: number[], raw: Uint8Array) => ld(5, tensorBytes(name, dataType, dims, raw));
 const int64Raw = (xs: number[]) => new Uint8Array(BigInt64Array.from(xs.map(BigInt)).buffer);
@@ -128,7 +103,7 @@ function rewrite(b: Uint8Array): Uint8Array | null {
     // the filter's zero point must be one value (MatMulInteger's per-column form would also do, but is not needed)
     if (wzp) {
       const z = inits.get(wzp)?.t;
-      if (!z || z.dims.length > 1 || (z.dims.length === 1 && z.dims[0] !== 1) || (z.raw ? z.raw.length : z.int32s) !== 1) continue;
+      if (!z || z.dims.length > 1 || (z.dims.length === 1 && z.dims[0] !== 1) || (z.raw ? z.raw.length : z.int32s.length) !== 1) continue;
     }
     // [O, K] → [K, O]
     const wt = new Uint8Array(O * K);

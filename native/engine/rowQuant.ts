@@ -28,7 +28,7 @@
  * request at a time. The engine uses the rewritten session only for batches, after checking on a probe that it gives
  * the exported decoder's bits for one row (see QwenVLRuntime).
  */
-import { fields, intAttr, ld, msg, node, tensorBytes, text, varints, type Field } from './onnxProto';
+import { fields, intAttr, ld, msg, node, readTensor, tensorBytes, text, type Field, type TensorInfo } from './onnxProto';
 
 interface NodeInfo {
   field: Field;
@@ -57,28 +57,6 @@ function readNode(b: Uint8Array, f: Field): NodeInfo {
   return n;
 }
 
-interface TensorInfo {
-  name: string;
-  dims: number[];
-  dataType: number;
-  raw: Uint8Array | null;
-  int32s: number[];
-  external: boolean;
-}
-
-function readTensor(b: Uint8Array, f: Field): TensorInfo {
-  const tf = fields(b, f.body![0], f.body![1]);
-  const name = tf.find((x) => x.no === 8 && x.wire === 2);
-  const raw = tf.find((x) => x.no === 9 && x.wire === 2);
-  return {
-    name: name ? text(b, name) : '',
-    dims: varints(b, tf, 1),
-    dataType: tf.find((x) => x.no === 2 && x.wire === 0)?.value ?? 0,
-    raw: raw ? b.subarray(raw.body![0], raw.body![1]) : null,
-    int32s: varints(b, tf, 5),
-    external: tf.some((x) => x.no === 13 || (x.no === 14 && x.value === 1)),
-  };
-}
 
 const UINT8 = 2;
 const INT8 = 3;

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ort from 'onnxruntime-node';
 import { rewriteRowQuantized } from '../../native/engine/rowQuant';
+import { noise as rnd } from '../../native/engine/decodeBatch';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const FILE = path.join(REPO, 'models/loupe-tiny/model/onnx/decoder_model_merged_quantized.onnx');
@@ -26,16 +27,6 @@ const m = { D: 384, H: 2, Dh: 64, layers: 5, V: 819 };
 const T = 300;
 const ROUNDS = 20;
 const STEPS = 10;
-
-function rnd(n: number, seed: number): Float32Array {
-  const a = new Float32Array(n);
-  let x = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    a[i] = (x / 2 ** 32 - 0.5) * 2;
-  }
-  return a;
-}
 
 type Layout = 'left' | 'gap' | 'row-length';
 type Feeds = Record<string, ort.Tensor>;

@@ -13,7 +13,7 @@ import sharp from 'sharp';
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rewriteRowQuantized } from '../../../native/engine/rowQuant';
-import { DecodeBatcher, type SoloKv } from '../../../native/engine/decodeBatch';
+import { DecodeBatcher, noise, same as bitsEqual, type SoloKv } from '../../../native/engine/decodeBatch';
 import { QwenVLRuntime } from '../../../native/engine/qwenRuntime';
 import type { WireGenerateRequest } from '../../../app/engines/local/protocol';
 import type { GenerateResult } from '../../../app/engines/types';
@@ -27,17 +27,6 @@ const LOUPE_TINY = fileURLToPath(new URL('../../../models/loupe-tiny/model', imp
 const DECODER = path.join(LOUPE_TINY, 'onnx', 'decoder_model_merged_quantized.onnx');
 const DIMS = { layers: 5, kvHeads: 2, headDim: 64, hidden: 384, vocab: 819 };
 
-function noise(n: number, seed: number): Float32Array {
-  const a = new Float32Array(n);
-  let x = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    a[i] = (x / 2 ** 32 - 0.5) * 2;
-  }
-  return a;
-}
-
-const bitsEqual = (a: Float32Array, b: Float32Array) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
 
 describe('the row-quantized decoder', () => {
   let exported: ort.InferenceSession;
