@@ -150,9 +150,14 @@ function renameTensor(bytes: Uint8Array, name: string): Uint8Array {
 
 /** The embedding table of an embed_tokens model (one Gather from a [vocab, hidden] initializer). */
 function embedWeight(model: Uint8Array, vocab: number, hidden: number): Init {
-  const g = fields(model).find((f) => f.no === 7 && f.wire === 2);
-  if (!g) throw new Error('embed_tokens: no graph in the ONNX model');
-  const gf = fields(model, g.body![0], g.body![1]);
+  let gf: Field[];
+  try {
+    const g = fields(model).find((f) => f.no === 7 && f.wire === 2);
+    if (!g) throw new Error('no graph');
+    gf = fields(model, g.body![0], g.body![1]);
+  } catch (e) {
+    throw new Error(`embed_tokens: not a whole ONNX model (${(e as Error).message}); export it again`);
+  }
   const inits = new Map<string, Init>();
   const gathers: string[] = [];
   for (const f of gf) {
@@ -593,7 +598,15 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
  * embed_tokens model file of the same dtype, for a decoder with the decode loop (FuseOptions.decodeLoop).
  */
 export async function writeFusedDecoder(src: string, dst: string, config: Record<string, unknown>, attention: FusedAttention = 'ops', embed?: string): Promise<FusedGraphInfo> {
-  const { bytes, info } = fuseDecoder(await readFile(src), textConfig(config), attention, embed ? { decodeLoop: await readFile(embed) } : {});
+  let made: { bytes: Uint8Array; info: FusedGraphInfo };
+  try {
+    made = fuseDecoder(await readFile(src), textConfig(config), attention, embed ? { decodeLoop: await readFile(embed) } : {});
+  } catch (e) {
+    // name the file: the graph editor's messages speak of "the decoder" and "embed_tokens"
+    const msg = (e as Error).message;
+    throw new Error(msg.startsWith('embed_tokens:') && embed ? `${path.basename(embed)}${msg.slice('embed_tokens'.length)}` : `${path.basename(src)}: ${msg}`, { cause: e });
+  }
+  const { bytes, info } = made;
   const tmp = `${dst}.tmp-${process.pid}`;
   await writeFile(tmp, bytes);
   await rename(tmp, dst);

@@ -8,7 +8,7 @@
  * `loupe convert --fused` (exit 1, the folder untouched).
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -374,6 +374,15 @@ describe('fused decoder with the decode loop', () => {
     const plainCli = cli('--fused', '--no-decode-loop');
     expect(plainCli.status).toBe(0);
     expect(plainCli.stdout).toMatch(/attention ops, \d+ nodes instead/);
+    // a truncated embed_tokens file: exit 1, the file named, no fused decoder left behind
+    const cut = path.join(tmp, 'cli-loop-cut');
+    cpSync(TINY_DIR, cut, { recursive: true });
+    const embedCopy = path.join(cut, 'onnx', 'embed_tokens.onnx');
+    writeFileSync(embedCopy, readFileSync(embedCopy).subarray(0, 5000));
+    const truncated = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'main/cli/run.ts'), 'convert', '--fused', cut], { cwd: root, encoding: 'utf8' });
+    expect(truncated.status).toBe(1);
+    expect(truncated.stderr).toMatch(/convert --fused: embed_tokens\.onnx: not a whole ONNX model \(.*\); export it again/);
+    expect(existsSync(path.join(cut, 'onnx', `${FUSED_DECODER}.onnx`))).toBe(false);
     const alone = cli('--no-decode-loop');
     expect(alone.status).toBe(2);
     expect(alone.stderr).toMatch(/--no-decode-loop: it is part of the fused decoder; pass --fused too/);
