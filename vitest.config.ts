@@ -21,6 +21,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    reporters: ['default', './tests/support/fileTrail.ts'],
     projects: [
       {
         extends: true,

@@ -8,5 +8,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     fileParallelism: false,
     pool: 'forks',
+    reporters: ['default', './tests/support/fileTrail.ts'],
   },
 });

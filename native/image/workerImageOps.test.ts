@@ -135,6 +135,25 @@ describe('WorkerPool', () => {
     await expect(pool.call('echo', 1)).rejects.toThrow(/pool is closed/);
   });
 
+  it('close lets the calls in flight finish before it stops the workers, and refuses new ones', async () => {
+    const entry = path.join(tmp, 'slow.ts');
+    await fsp.writeFile(entry, `import { serveWorker } from ${JSON.stringify(new URL('../workerHost/pool.ts', import.meta.url).href)};\nserveWorker({ slow: async (x: number) => { await new Promise((r) => setTimeout(r, 300)); return x * 2; } });\n`);
+    const pool = new WorkerPool<{ slow: (x: number) => Promise<number> }>({ entry, name: 'slow', size: 2 });
+    const calls = [pool.call('slow', 1), pool.call('slow', 2), pool.call('slow', 3)];
+    await sleep(50);
+    const closing = pool.close();
+    await expect(pool.call('slow', 4)).rejects.toThrow(/pool is closed/);
+    expect(await Promise.all(calls)).toEqual([2, 4, 6]);
+    await closing;
+    expect(pool.liveWorkers).toBe(0);
+    // a call that never answers is cut off after the grace period
+    const stuck = new WorkerPool<{ slow: (x: number) => Promise<number> }>({ entry, name: 'stuck' });
+    const late = stuck.call('slow', 5).then(() => 'answered', (e: unknown) => (e as Error).message);
+    await sleep(50);
+    await stuck.close(10);
+    expect(await late).toMatch(/stuck: the pool was closed/);
+  });
+
   it('stops idle workers and starts them again on demand', async () => {
     const entry = path.join(tmp, 'echo.ts');
     await fsp.writeFile(entry, `import { serveWorker } from ${JSON.stringify(new URL('../workerHost/pool.ts', import.meta.url).href)};\nserveWorker({ echo: (x: number) => x });\n`);

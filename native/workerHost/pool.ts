@@ -219,8 +219,22 @@ export class WorkerPool<A extends WorkerApi> {
     });
   }
 
-  async close(): Promise<void> {
+  /**
+   * Refuse new calls, let the calls in flight finish (up to `graceMs`), then stop the workers. A worker ended while
+   * native work it started is still running (an image encode on libuv's threads) can take the whole process with it.
+   */
+  async close(graceMs = 5000): Promise<void> {
     this.closed = true;
+    const inFlight = this.slots.flatMap((s) => [...s.pending.values()].map((p) => new Promise<void>((r) => {
+      const { resolve, reject } = p;
+      p.resolve = (v) => (resolve(v), r());
+      p.reject = (e) => (reject(e), r());
+    })));
+    if (inFlight.length) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.all(inFlight), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
+      clearTimeout(timer);
+    }
     await Promise.all(
       this.slots.map(async (s) => {
         if (s.idle) clearTimeout(s.idle);
