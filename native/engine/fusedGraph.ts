@@ -6,7 +6,8 @@
  * offers neither CUDA IO binding nor CUDA graphs.
  *
  * A layer: SkipSimplifiedLayerNormalization (residual add + RMSNorm; SimplifiedLayerNormalization for layer 0),
- * q/k/v MatMul + bias Add, RotaryEmbedding on q and k, GroupQueryAttention (past/present KV in the exporter's
+ * one q/k/v MatMul (the three weights packed by Concat nodes onnxruntime folds at load) + bias Add + Split,
+ * RotaryEmbedding on q and k, GroupQueryAttention (past/present KV in the exporter's
  * [batch, kv heads, time, head dim] layout), o MatMul, SkipSimplifiedLayerNormalization, gate/up MatMul,
  * Sigmoid·Mul·Mul (SiLU gate), down MatMul. mRoPE: cos/sin are computed once a step from the 3-D position_ids (each
  * frequency band takes its t/h/w component, in fp32 as the exporter does) into a per-token table, and every layer's
@@ -295,6 +296,30 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
    * and no causal mask (its one row sees every position: the mask is all zeros, and x + 0 = x); the row ids and the
    * logits slice are constants. The same numbers, about a fifth fewer nodes a step.
    */
+  /**
+   * q, k and v as one MatMul: a layer's three weights (and biases) concatenated by Concat nodes at the top of the
+   * graph, which read only initializers, so onnxruntime folds them into one packed initializer at load (the three
+   * originals then go unused); the projection is one MatMul, one Add and a Split. Both the forward pass and the decode
+   * loop's body read the packed weights: three kernels a layer fewer, and one wider matrix-vector product.
+   */
+  const prelude: Uint8Array[] = [];
+  const packed = new Map<number, { w: string; b?: string }>();
+  const packQkv = (i: number, q: GNode, kk: GNode, v: GNode): { w: string; b?: string } => {
+    const hit = packed.get(i);
+    if (hit) return hit;
+    const P = (op: string, ins: string[], outs: string[], attrs: Uint8Array[] = []) => prelude.push(node(op, `fused/pack/${op}_${prelude.length}`, ins, outs, attrs));
+    const w = c(`l${i}/qkv_w`);
+    P('Concat', [use(weight(q)), use(weight(kk)), use(weight(v))], [w], [intAttr('axis', 1)]);
+    const bs = [bias(q, NH * HD, `layer ${i} q_proj`), bias(kk, KV * HD, `layer ${i} k_proj`), bias(v, KV * HD, `layer ${i} v_proj`)];
+    let b: string | undefined;
+    if (bs.every((x) => x)) {
+      b = c(`l${i}/qkv_b`);
+      P('Concat', bs.map((x) => use(x!)), [b], [intAttr('axis', 0)]);
+    } else if (bs.some((x) => x)) throw new Error(`layer ${i}: a bias on some of q/k/v but not all`);
+    const r = { w, ...(b ? { b } : {}) };
+    packed.set(i, r);
+    return r;
+  };
   const emit = (prefix: string, io: (name: string) => string = ioSame, decode = false): Uint8Array[] => {
     const lean = decode && attention === 'ops';
     const out: Uint8Array[] = [];
@@ -351,6 +376,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
       N('Cast', [k('total64')], [k('total_1')], [intAttr('to', INT32)]);
       N('Squeeze', [k('total_1')], [k('total')]);
     }
+    i64c(c('qkv_split'), [NH * HD, KV * HD, KV * HD]);
     const G = NH / KV;
     if (!Number.isInteger(G)) throw new Error(`config.json: ${NH} attention heads are not a multiple of ${KV} KV heads`);
     if (lean) {
@@ -388,8 +414,10 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
       i64c(c('bhsd'), [0, KV, -1, HD]); // [B,Hkv,G,S,D] → [B,Hkv,G·S,D]
       i64c(c('bhgsd'), [0, KV, G, -1, HD]);
       i64c(c('bsh'), [0, 0, -1]);
-      i64c(c('b_gs_h'), [0, -1, KV * HD]); // [B,G,S,Hkv,D] → [B,G·S,Hkv·D]
-      i64c(c('b_g_s_kv_d'), [0, G, -1, KV, HD]);
+      if (attention === 'mha') {
+        i64c(c('b_gs_h'), [0, -1, KV * HD]); // [B,G,S,Hkv,D] → [B,G·S,Hkv·D]
+        i64c(c('b_g_s_kv_d'), [0, G, -1, KV, HD]);
+      }
     }
     /** One layer's attention: q/k (rotated), v [B,S,·] in, [B,S,H·D] out; present.i.* written. */
     const attend = (i: number, q: string, key: string, val: string, l: (x: string) => string): string => {
@@ -460,15 +488,11 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
         N('SkipSimplifiedLayerNormalization', [pending, resid, use(norms[2 * i]!)], [l('h'), '', '', l('x')], [eps], MS);
         resid = l('x');
       }
-      const proj = (m: GNode, name: string, width: number) => {
-        const b = bias(m, width, `layer ${i} ${name}`);
-        N('MatMul', [l('h'), use(weight(m))], [b ? l(`${name}_mm`) : l(name)]);
-        if (b) N('Add', [l(`${name}_mm`), use(b)], [l(name)]);
-        return l(name);
-      };
-      const qo = proj(q, 'q', NH * HD);
-      const ko = proj(kk, 'k', KV * HD);
-      const vo = proj(v, 'v', KV * HD);
+      const { w: qkvW, b: qkvB } = packQkv(i, q, kk, v);
+      N('MatMul', [l('h'), qkvW], [qkvB ? l('qkv_mm') : l('qkv')]);
+      if (qkvB) N('Add', [l('qkv_mm'), qkvB], [l('qkv')]);
+      N('Split', [l('qkv'), c('qkv_split')], [l('q'), l('k'), l('v')], [intAttr('axis', -1)]);
+      const [qo, ko, vo] = [l('q'), l('k'), l('v')];
       N('RotaryEmbedding', [qo, rotPos, k('cos'), k('sin')], [l('q_rot')], [intAttr('interleaved', 0)], MS);
       N('RotaryEmbedding', [ko, rotPos, k('cos'), k('sin')], [l('k_rot')], [intAttr('interleaved', 0)], MS);
       N('MatMul', [attend(i, l('q_rot'), l('k_rot'), vo, l), use(weight(o))], [l('o')]);
@@ -507,8 +531,8 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
 
   if (!opts.decodeLoop) {
     const out = emit('fused/');
-    const graph = msg(...out, str(2, 'loupe_fused_decoder'), ...initBytes(), ...extraInits.values(), ...inputs, ...outputs);
-    return { bytes: model_(graph), info: { layers: L, nodesBefore: nodes.length, nodesAfter: out.length, dtype, externalData: externalData(), attention, decodeLoop: false } };
+    const graph = msg(...prelude, ...out, str(2, 'loupe_fused_decoder'), ...initBytes(), ...extraInits.values(), ...inputs, ...outputs);
+    return { bytes: model_(graph), info: { layers: L, nodesBefore: nodes.length, nodesAfter: prelude.length + out.length, dtype, externalData: externalData(), attention, decodeLoop: false } };
   }
 
   // ---- the decode loop: after the forward pass on the given inputs, `steps` greedy tokens inside one run
@@ -580,6 +604,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
   M('Reshape', ['fused/next/scan', c('flat')], ['fused/next/scan_flat']);
   M('Concat', ['fused/next/t0_flat', 'fused/next/scan_flat'], ['tokens'], [intAttr('axis', 0)]);
   const graph = msg(
+    ...prelude,
     ...main,
     str(2, 'loupe_fused_decoder_loop'),
     ...initBytes(),
@@ -589,7 +614,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     ...outputs,
     ld(12, valueInfo('tokens', INT64, ['tokens'])),
   );
-  return { bytes: model_(graph), info: { layers: L, nodesBefore: nodes.length, nodesAfter: main.length, dtype, externalData: externalData(), attention, decodeLoop: true, loopStepNodes: body.length } };
+  return { bytes: model_(graph), info: { layers: L, nodesBefore: nodes.length, nodesAfter: prelude.length + main.length, dtype, externalData: externalData(), attention, decodeLoop: true, loopStepNodes: body.length } };
 }
 
 

@@ -27,8 +27,8 @@
 #             decoder and PyTorch eager/sdpa on the random 7B in one call, each engine run warmed up with WARMUP
 #             (default 128) tokens; logits of each variant against the exported decoder's
 #   attn7b-check  one variant (ATTN, default ops): an onnxruntime profile, its logits against PyTorch fp32
-#   loop7b    issue #25's decode loop on the random 7B, fp16, one call: `convert --fused` (ops attention) with and without
-#             the decode loop (--no-decode-loop), the two interleaved over two rounds (WARMUP tokens first, default 128), their greedy tokens
+#   loop7b    issue #25's decode loop on the random 7B, fp16, one call: `convert --fused` without the decode loop
+#             (--no-decode-loop), with it (ops attention) and with it on GroupQueryAttention (VARIANTS picks), interleaved over two rounds (WARMUP tokens first, default 128), their greedy tokens
 #             compared, an onnxruntime profile of the loop, then PyTorch eager/sdpa on the same card
 #   loop05    the same pair on the random 0.5B (fp16) beside the exported decoder: the 0.5B before/after
 #   status    what the detached jobs have done so far
@@ -240,10 +240,20 @@ loop7b|loop05)
   if [ "$step" = loop7b ]; then size=7b M=/tmp/random-7b rc=7b.rc; else size=0.5b M=/tmp/random-0.5b rc=05b.rc; fi
   [ -f "$R/$rc" ] || { echo "the $size export is not done yet"; exit 1; }
   B=$(bw) W=${WARMUP:-128} O=$M/onnx F=decoder_model_merged_fused_fp16.onnx
-  # both fused graphs beside the exported decoder (they read its weights from its data file); the runtime opens $F
-  "$NP/node" "$NP/loupe.mjs" convert --fused --no-decode-loop $M && mv "$O/$F" "$O/fused-plain.onnx" || exit 1
-  "$NP/node" "$NP/loupe.mjs" convert --fused $M && mv "$O/$F" "$O/fused-loop.onnx" || exit 1
-  variants="plain loop"; [ "$step" = loop05 ] && variants="exported plain loop"
+  # the fused graphs beside the exported decoder (they read its weights from its data file); the runtime opens $F.
+  # VARIANTS (default: plain loop loop-gqa; the 0.5B adds exported): plain = --no-decode-loop, loop = the decode loop
+  # with ops attention, loop-gqa / loop-mha = the loop with that attention
+  variants=${VARIANTS:-plain loop loop-gqa}; [ "$step" = loop05 ] && variants=${VARIANTS:-exported plain loop}
+  for v in $variants; do
+    case $v in
+      exported) continue ;;
+      plain) flags=--no-decode-loop ;;
+      loop) flags= ;;
+      loop-*) flags="--fused-attention ${v#loop-}" ;;
+      *) echo "unknown variant $v"; exit 2 ;;
+    esac
+    "$NP/node" "$NP/loupe.mjs" convert --fused $flags $M && mv "$O/$F" "$O/fused-$v.onnx" || exit 1
+  done
   for r in 1 2; do
     for v in $variants; do
       dec=fused; [ "$v" = exported ] && dec=exported

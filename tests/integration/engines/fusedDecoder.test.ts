@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-node';
 import { FUSED_ATTENTIONS, FUSED_DECODER, addFusedDecoders, fuseDecoder, textConfig } from '../../../native/engine/fusedGraph';
+import { fields, text } from '../../../native/engine/onnxProto';
 import { QwenVLRuntime } from '../../../native/engine/qwenRuntime';
 import { EngineError } from '../../../app/engines/errors';
 import { TINY_DIR, greedy, parity } from './parityFixture';
@@ -117,6 +118,25 @@ describe.each(FUSED_ATTENTIONS.map((a) => [a]))('fused decoder graph, attention 
     expect(fused.inputNames).toEqual(exported.inputNames);
     expect([...fused.outputNames].sort()).toEqual([...exported.outputNames].sort());
     expect(nodes.after).toBeLessThan(nodes.before / (attention === 'ops' ? 2 : 5));
+  });
+
+  it('packs q/k/v into one MatMul per layer, and onnxruntime folds the packing Concats into initializers at load', async () => {
+    const { bytes } = fuseDecoder(readFileSync(exportedFile), cfg, attention);
+    const names = (b: Uint8Array) => {
+      const g = fields(b).find((f) => f.no === 7)!;
+      const gf = fields(b, g.body![0], g.body![1]);
+      const nodeOps = gf.filter((f) => f.no === 1).map((n) => fields(b, n.body![0], n.body![1])).map((nf) => ({ name: text(b, nf.find((x) => x.no === 3)!), op: text(b, nf.find((x) => x.no === 4)!) }));
+      const inits = gf.filter((f) => f.no === 5).map((f) => text(b, fields(b, f.body![0], f.body![1]).find((x) => x.no === 8)!));
+      return { nodeOps, inits };
+    };
+    const before = names(bytes);
+    expect(before.nodeOps.filter((n) => n.op === 'Split')).toHaveLength(cfg.layers);
+    expect(before.nodeOps.filter((n) => n.name.startsWith('fused/pack/'))).toHaveLength(2 * cfg.layers); // weights, biases
+    const opt = path.join(tmp, `folded-${attention}.onnx`);
+    await ort.InferenceSession.create(bytes, { graphOptimizationLevel: 'all', optimizedModelFilePath: opt } as ort.InferenceSession.SessionOptions);
+    const after = names(readFileSync(opt));
+    expect(after.nodeOps.filter((n) => n.name.startsWith('fused/pack/'))).toEqual([]);
+    expect(after.inits).toContain('fused/l0/qkv_w');
   });
 
   it('prefill with image positions + 32 decode steps: logits and KV within float32 rounding, same argmax every step', async () => {
