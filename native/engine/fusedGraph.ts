@@ -25,7 +25,7 @@
  */
 import { readFile, writeFile, rename, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { readModelFolder, fields, floatAttr, intAttr, intsAttr, ld, msg, node, readTensor, str, tensorBytes, text, varints, vi, type Field } from './onnxProto';
+import { readModelFolder, fields, floatAttr, intAttr, intsAttr, ld, msg, node, readTensor, str, tensorBytes, text, valueInfo, varints, vi, type Field } from './onnxProto';
 
 /** File stem of the fused decoder (add the dtype suffix and `.onnx`). */
 export const FUSED_DECODER = 'decoder_model_merged_fused';
@@ -137,12 +137,6 @@ export interface FuseOptions {
  */
 export type FusedAttention = 'gqa' | 'ops' | 'mha';
 export const FUSED_ATTENTIONS: readonly FusedAttention[] = ['gqa', 'ops', 'mha'];
-
-/** ValueInfoProto of a tensor: element type and dims (a string dim is a symbolic one). */
-function valueInfo(name: string, elem: number, dims: Array<number | string>): Uint8Array {
-  const shape = msg(...dims.map((d) => ld(1, typeof d === 'number' ? vi(1, d) : str(2, d))));
-  return msg(str(1, name), ld(2, ld(1, msg(vi(1, elem), ld(2, shape)))));
-}
 
 /** A TensorProto's bytes with its name (field 8) replaced. */
 function renameTensor(bytes: Uint8Array, name: string): Uint8Array {

@@ -135,6 +135,12 @@ export function floatAttr(name: string, v: number): Uint8Array {
   return ld(5, msg(str(1, name), Buffer.from([(2 << 3) | 5]), f, vi(20, 1)));
 }
 /** NodeProto (as GraphProto field 1). */
+/** ValueInfoProto of a tensor: element type and dims (a string dim is a symbolic one). */
+export function valueInfo(name: string, elem: number, dims: Array<number | string>): Uint8Array {
+  const shape = msg(...dims.map((d) => ld(1, typeof d === 'number' ? vi(1, d) : str(2, d))));
+  return msg(str(1, name), ld(2, ld(1, msg(vi(1, elem), ld(2, shape)))));
+}
+
 export function node(op: string, name: string, inputs: string[], outputs: string[], attrs: Uint8Array[] = [], domain = ''): Uint8Array {
   return ld(1, msg(...inputs.map((x) => str(1, x)), ...outputs.map((x) => str(2, x)), str(3, name), str(4, op), ...attrs, ...(domain ? [str(7, domain)] : [])));
 }
