@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EngineError } from '../errors';
 import { expandImagePads, imageRuns, reusablePrefix, videoBlocksToImages } from './prompt';
-import { StopStrings, argmax, sampleToken, seededRandom } from './sampling';
+import { StopStrings, argmax, byLogitDescending, sampleToken, seededRandom } from './sampling';
 
 const P = 9; // image token id in these examples
 
@@ -74,6 +74,57 @@ describe('sampling', () => {
     const seen = new Set<number>();
     for (let i = 0; i < 200; i++) seen.add(sampleToken([10, 9.5, 0, 0], 0, 4, { temperature: 1, topP: 0.9, topK: -1 }, r));
     expect([...seen].sort()).toEqual([0, 1]);
+  });
+  it('orders and samples exactly as a stable comparator sort of the ids does, for float32 rows with ties and -0', () => {
+    // the plain definition: ids stably sorted by logit, largest first; temperature, top-k, top-p in that order
+    const reference = (logits: Float32Array, offset: number, vocab: number, p: { temperature: number; topP: number; topK: number }, rand: () => number) => {
+      const idx = Array.from({ length: vocab }, (_, i) => i).sort((x, y) => logits[offset + y]! - logits[offset + x]!);
+      let keep = p.topK > 0 ? Math.min(p.topK, vocab) : vocab;
+      const maxL = logits[offset + idx[0]!]! / p.temperature;
+      const probs = idx.slice(0, keep).map((i) => Math.exp(logits[offset + i]! / p.temperature - maxL));
+      let sum = probs.reduce((a, b) => a + b, 0);
+      if (p.topP > 0 && p.topP < 1) {
+        let acc = 0;
+        for (let i = 0; i < keep; i++) {
+          acc += probs[i]! / sum;
+          if (acc >= p.topP) {
+            keep = i + 1;
+            break;
+          }
+        }
+        sum = probs.slice(0, keep).reduce((a, b) => a + b, 0);
+      }
+      let r = rand() * sum;
+      for (let i = 0; i < keep; i++) if ((r -= probs[i]!) <= 0) return idx[i]!;
+      return idx[keep - 1]!;
+    };
+    const params = [
+      { temperature: 0.7, topP: 1, topK: -1 },
+      { temperature: 1, topP: 0.9, topK: -1 },
+      { temperature: 0.5, topP: 0.95, topK: 50 },
+      { temperature: 0.8, topP: 1, topK: 2 },
+      { temperature: 1, topP: 1, topK: 700 },
+    ];
+    let draws = 0;
+    for (let trial = 0; trial < 40; trial++) {
+      const r = seededRandom(100 + trial);
+      const V = 819;
+      const rows = new Float32Array(2 * V);
+      for (let i = 0; i < rows.length; i++) {
+        const x = r();
+        rows[i] = x < 0.2 ? Math.round(r() * 4) : x < 0.25 ? -0 : x < 0.3 ? 0 : (r() - 0.5) * 30;
+      }
+      const stable = Array.from({ length: V }, (_, i) => i).sort((x, y) => rows[V + y]! - rows[V + x]!);
+      expect([...byLogitDescending(rows, V, V)]).toEqual(stable);
+      expect([...byLogitDescending(rows, V, V, 60)]).toEqual(stable.slice(0, 60));
+      for (const p of params) {
+        for (let row = 0; row < 2; row++) {
+          expect(sampleToken(rows, row * V, V, p, seededRandom(trial * 3 + row))).toBe(reference(rows, row * V, V, p, seededRandom(trial * 3 + row)));
+          draws++;
+        }
+      }
+    }
+    expect(draws).toBe(400);
   });
   it('is reproducible with a seed', () => {
     const draw = (s: number) => {
