@@ -29,7 +29,8 @@
 #   attn7b-check  one variant (ATTN, default ops): an onnxruntime profile, its logits against PyTorch fp32
 #   loop7b    issue #25's decode loop on the random 7B, fp16, one call: `convert --fused` without the decode loop
 #             (--no-decode-loop), with it (ops attention) and with it on GroupQueryAttention (VARIANTS picks), interleaved over two rounds (WARMUP tokens first, default 128), their greedy tokens
-#             compared, an onnxruntime profile of the loop, then PyTorch eager/sdpa on the same card
+#             compared, an onnxruntime profile of the loop, then PyTorch eager/sdpa on the same card, then (LOGITS=1, the
+#             default) the loop graph's logits for 32 steps against PyTorch fp32 (models/logits_compare.py)
 #   loop05    the same pair on the random 0.5B (fp16) beside the exported decoder: the 0.5B before/after
 #   status    what the detached jobs have done so far
 set -uo pipefail
@@ -269,6 +270,13 @@ loop7b|loop05)
       --json "$R/prof-loop/bench.json" > /dev/null 2> "$R/prof-loop.err" || tail -5 "$R/prof-loop.err"
     python3 "$WT/models/ort_profile_summary.py" "$R"/prof-loop/ort_*.json --out "$OUT/ort-profile-7b-cuda-fp16-fused-loop.json" > /dev/null 2>&1 || echo "profile summary failed"
     (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --no-export --report "$OUT/gpu-bench-7b-beside-loop.json" 2>&1 | grep -E "PyTorch|bound|bandwidth")
+    # the loop graph's logits (model.forward runs it with steps = 0) for 32 steps against PyTorch fp32 (LOGITS=0 skips)
+    if [ "${LOGITS:-1}" = 1 ]; then
+      "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 32 --runs 1 \
+        --logits-out "$R/logits-7b-loop.f32" --json "$R/engine-bench-7b-loop-logits.json" > /dev/null 2> "$R/7b-loop-logits.err" || tail -5 "$R/7b-loop-logits.err"
+      (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b-loop.f32" --onnx-bench "$R/engine-bench-7b-loop-logits.json" \
+        --report "$OUT/logits-7b-fused-loop.json" 2>&1 | tail -8)
+    fi
   fi
   python3 - "$OUT" "$size" <<'PY'
 import glob, json, sys
