@@ -25,7 +25,7 @@
  */
 import { readFile, writeFile, rename, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { readModelFolder, fields, floatAttr, intAttr, intsAttr, ld, msg, node, readTensor, str, tensorBytes, text, valueInfo, varints, vi, type Field } from './onnxProto';
+import { readModelFolder, fields, floatAttr, intAttr, intsAttr, ld, msg, node, readNode, readTensor, str, tensorBytes, text, valueInfo, varints, vi, type Field } from './onnxProto';
 
 /** File stem of the fused decoder (add the dtype suffix and `.onnx`). */
 export const FUSED_DECODER = 'decoder_model_merged_fused';
@@ -195,13 +195,8 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
   for (const f of gf) {
     if (f.wire !== 2) continue;
     if (f.no === 1) {
-      const nf = sub(f);
-      nodes.push({
-        op: s(nf.find((x) => x.no === 4)),
-        domain: s(nf.find((x) => x.no === 7)),
-        inputs: nf.filter((x) => x.no === 1).map((x) => text(model, x)),
-        outputs: nf.filter((x) => x.no === 2).map((x) => text(model, x)),
-      });
+      const { op, domain, inputs: ins, outputs: outs } = readNode(model, f);
+      nodes.push({ op, domain, inputs: ins, outputs: outs });
     } else if (f.no === 5) {
       const tf = sub(f);
       const name = s(tf.find((x) => x.no === 8));

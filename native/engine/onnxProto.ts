@@ -135,6 +135,37 @@ export function floatAttr(name: string, v: number): Uint8Array {
   return ld(5, msg(str(1, name), Buffer.from([(2 << 3) | 5]), f, vi(20, 1)));
 }
 /** NodeProto (as GraphProto field 1). */
+/** A NodeProto as the graph editors read it. */
+export interface NodeInfo {
+  field: Field;
+  inputs: string[];
+  outputs: string[];
+  name: string;
+  op: string;
+  domain: string;
+  /** Every attribute by name: its int (`i`, when set) and its ints (empty when none). */
+  attrs: Map<string, { i?: number; ints: number[] }>;
+}
+
+/** NodeProto: input 1, output 2, name 3, op_type 4, attribute 5 (AttributeProto: name 1, i 3, ints 8), domain 7. */
+export function readNode(b: Uint8Array, f: Field): NodeInfo {
+  const n: NodeInfo = { field: f, inputs: [], outputs: [], name: '', op: '', domain: '', attrs: new Map() };
+  for (const x of fields(b, f.body![0], f.body![1])) {
+    if (x.no === 1 && x.wire === 2) n.inputs.push(text(b, x));
+    else if (x.no === 2 && x.wire === 2) n.outputs.push(text(b, x));
+    else if (x.no === 3 && x.wire === 2) n.name = text(b, x);
+    else if (x.no === 4 && x.wire === 2) n.op = text(b, x);
+    else if (x.no === 7 && x.wire === 2) n.domain = text(b, x);
+    else if (x.no === 5 && x.wire === 2) {
+      const af = fields(b, x.body![0], x.body![1]);
+      const nameField = af.find((a) => a.no === 1 && a.wire === 2);
+      const i = af.find((a) => a.no === 3 && a.wire === 0);
+      n.attrs.set(nameField ? text(b, nameField) : '', { ...(i ? { i: i.value! } : {}), ints: varints(b, af, 8) });
+    }
+  }
+  return n;
+}
+
 /** ValueInfoProto of a tensor: element type and dims (a string dim is a symbolic one). */
 export function valueInfo(name: string, elem: number, dims: Array<number | string>): Uint8Array {
   const shape = msg(...dims.map((d) => ld(1, typeof d === 'number' ? vi(1, d) : str(2, d))));

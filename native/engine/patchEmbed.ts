@@ -11,41 +11,8 @@
  * onnxProto.ts', shared with the other graph editors). The reshapes take the patch count from the input's shape, so
  * an input that is not one patch per row fails loudly instead of mixing rows.
  */
-import { fields, intAttr, ld, msg, node, readTensor, tensorBytes, text, varints, type Field, type TensorInfo } from './onnxProto';
+import { fields, intAttr, ld, msg, node, readNode, readTensor, tensorBytes, type Field, type TensorInfo } from './onnxProto';
 
-interface NodeInfo {
-  inputs: string[];
-  outputs: string[];
-  name: string;
-  op: string;
-  domain: string;
-  /** int-list attributes (kernel_shape, strides, …) */
-  ints: Map<string, number[]>;
-  /** int attributes (group) */
-  intAttr: Map<string, number>;
-}
-
-/** NodeProto: input 1, output 2, name 3, op_type 4, attribute 5 (AttributeProto: name 1, i 3, ints 8), domain 7. */
-function readNode(b: Uint8Array, f: Field): NodeInfo {
-  const n: NodeInfo = { inputs: [], outputs: [], name: '', op: '', domain: '', ints: new Map(), intAttr: new Map() };
-  for (const x of fields(b, f.body![0], f.body![1])) {
-    if (x.no === 1 && x.wire === 2) n.inputs.push(text(b, x));
-    else if (x.no === 2 && x.wire === 2) n.outputs.push(text(b, x));
-    else if (x.no === 3 && x.wire === 2) n.name = text(b, x);
-    else if (x.no === 4 && x.wire === 2) n.op = text(b, x);
-    else if (x.no === 7 && x.wire === 2) n.domain = text(b, x);
-    else if (x.no === 5 && x.wire === 2) {
-      const af = fields(b, x.body![0], x.body![1]);
-      const nameField = af.find((a) => a.no === 1 && a.wire === 2);
-      const name = nameField ? text(b, nameField) : '';
-      const ints = varints(b, af, 8);
-      const i = af.find((a) => a.no === 3 && a.wire === 0);
-      if (ints.length) n.ints.set(name, ints);
-      if (i) n.intAttr.set(name, i.value!);
-    }
-  }
-  return n;
-}
 
 
 const initializer = (name: string, dataType: number, dims: number[], raw: Uint8Array) => ld(5, tensorBytes(name, dataType, dims, raw));
@@ -93,13 +60,18 @@ function rewrite(b: Uint8Array): Uint8Array | null {
     const [O, C, ...kern] = dims as [number, number, ...number[]];
     const K = C * kern.reduce((a, v) => a * v, 1);
     if (wi.raw.length !== O * K) continue;
-    const ks = n.ints.get('kernel_shape')?.map(Number) ?? kern;
-    const st = n.ints.get('strides')?.map(Number) ?? [];
-    const pads = n.ints.get('pads')?.map(Number) ?? [];
-    const dil = n.ints.get('dilations')?.map(Number) ?? [];
+    const ints = (a: string) => {
+      const v = n.attrs.get(a)?.ints;
+      return v?.length ? v.map(Number) : undefined;
+    };
+    const ks = ints('kernel_shape') ?? kern;
+    const st = ints('strides') ?? [];
+    const pads = ints('pads') ?? [];
+    const dil = ints('dilations') ?? [];
     const same = (a: number[], e: number[]) => a.length === e.length && a.every((v, i) => v === e[i]);
-    if (!same(ks, kern) || !same(st, kern) || !pads.every((p) => p === 0) || !dil.every((d) => d === 1) || (n.intAttr.get('group') ?? 1) !== 1) continue;
-    if ([...n.intAttr.keys()].some((a) => a !== 'group') || [...n.ints.keys()].some((a) => !['kernel_shape', 'strides', 'pads', 'dilations'].includes(a))) continue;
+    if (!same(ks, kern) || !same(st, kern) || !pads.every((p) => p === 0) || !dil.every((d) => d === 1) || (n.attrs.get('group')?.i ?? 1) !== 1) continue;
+    const attrs = [...n.attrs];
+    if (attrs.some(([a, v]) => v.i !== undefined && a !== 'group') || attrs.some(([a, v]) => v.ints.length > 0 && !['kernel_shape', 'strides', 'pads', 'dilations'].includes(a))) continue;
     // the filter's zero point must be one value (MatMulInteger's per-column form would also do, but is not needed)
     if (wzp) {
       const z = inits.get(wzp)?.t;

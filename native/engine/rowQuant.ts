@@ -27,34 +27,8 @@
  * request at a time. The engine uses the rewritten session only for batches, after checking on a probe that it gives
  * the exported decoder's bits for one row (see QwenVLRuntime).
  */
-import { fields, intAttr, ld, msg, node, readTensor, str, tensorBytes, text, valueInfo, vi, type Field, type TensorInfo } from './onnxProto';
+import { fields, intAttr, ld, msg, node, readNode, readTensor, str, tensorBytes, text, valueInfo, vi, type Field, type NodeInfo, type TensorInfo } from './onnxProto';
 
-interface NodeInfo {
-  field: Field;
-  inputs: string[];
-  outputs: string[];
-  name: string;
-  op: string;
-  domain: string;
-  /** attribute names */
-  attrs: string[];
-}
-
-function readNode(b: Uint8Array, f: Field): NodeInfo {
-  const n: NodeInfo = { field: f, inputs: [], outputs: [], name: '', op: '', domain: '', attrs: [] };
-  for (const x of fields(b, f.body![0], f.body![1])) {
-    if (x.no === 1 && x.wire === 2) n.inputs.push(text(b, x));
-    else if (x.no === 2 && x.wire === 2) n.outputs.push(text(b, x));
-    else if (x.no === 3 && x.wire === 2) n.name = text(b, x);
-    else if (x.no === 4 && x.wire === 2) n.op = text(b, x);
-    else if (x.no === 7 && x.wire === 2) n.domain = text(b, x);
-    else if (x.no === 5 && x.wire === 2) {
-      const nf = fields(b, x.body![0], x.body![1]).find((a) => a.no === 1 && a.wire === 2);
-      n.attrs.push(nf ? text(b, nf) : '');
-    }
-  }
-  return n;
-}
 
 
 const UINT8 = 2;
@@ -86,11 +60,6 @@ function graphInputs(b: Uint8Array, g: Field[]): Set<string> {
   );
 }
 
-/** Whether a node's `axis` attribute is 2. */
-function isAxis2(b: Uint8Array, f: Field): boolean {
-  const a = fields(b, f.body![0], f.body![1]).find((x) => x.no === 5 && x.wire === 2)!;
-  return fields(b, a.body![0], a.body![1]).find((x) => x.no === 3 && x.wire === 0)?.value === 2;
-}
 
 const initializer = (name: string, dataType: number, dims: number[], raw: Uint8Array) => ld(5, tensorBytes(name, dataType, dims, raw));
 const i64 = (xs: number[]) => new Uint8Array(BigInt64Array.from(xs.map(BigInt)).buffer);
@@ -145,7 +114,7 @@ function rewrite(b: Uint8Array, kvAtRowLength: boolean): Uint8Array | null {
   let k = 0;
   for (const n of nodes) {
     if (n.op !== 'DynamicQuantizeLinear' || (n.domain !== '' && n.domain !== 'ai.onnx')) continue;
-    if (n.inputs.length !== 1 || n.outputs.length !== 3 || n.attrs.length) return null;
+    if (n.inputs.length !== 1 || n.outputs.length !== 3 || n.attrs.size) return null;
     const [x] = n.inputs as [string];
     const [q, s, zp] = n.outputs as [string, string, string];
     if (graphOutputs.has(q) || graphOutputs.has(s) || graphOutputs.has(zp)) return null;
@@ -222,7 +191,7 @@ function rewrite(b: Uint8Array, kvAtRowLength: boolean): Uint8Array | null {
   // [0, n_b]). A row's context then sits where it sits alone, followed by masked zeros only.
   const concats = nodes.filter((n) => n.op === 'Concat' && n.inputs.length === 2 && n.inputs[0]!.startsWith('past_key_values.') && n.outputs[0]!.startsWith('present.'));
   if (!graphInputs(b, gFields).has('attention_mask') || concats.length === 0) return null;
-  for (const c of concats) if (c.attrs.length !== 1 || c.attrs[0] !== 'axis' || !isAxis2(b, c.field)) return null;
+  for (const c of concats) if (c.attrs.size !== 1 || c.attrs.get('axis')?.i !== 2) return null;
   const first = concats[0]!;
   added.push(initializer(`${P}/i2`, INT64, [1], i64([2])), initializer(`${P}/shape_b111`, INT64, [4], i64([-1, 1, 1, 1])), initializer(`${P}/shape_1h11`, INT64, [4], i64([1, -1, 1, 1])));
   // indices [B, H, 1, 3] = (b, h, n_b), made once from the first layer's new key/value (every layer has the same B, H)
