@@ -1,32 +1,15 @@
 /**
  * The local engines' token sampler (app/engines/local/sampling.ts) per token, on float32 logit rows of loupe-tiny's
  * vocabulary (819) and Qwen2.5-VL's (151 936), for the usual settings, against the plain definition it must equal
- * (a comparator sort of every id by logit, then temperature, top-k, top-p): the same token every draw (checked here),
+ * (a comparator sort of every id by logit, then the same top-k cut and draw): the same token every draw (checked here),
  * and what the one-number-per-id typed sort and the top-k selection save. Interleaved, median of the rounds.
  */
-import { byLogitDescending, sampleToken, seededRandom, type SamplingParams } from '../../app/engines/local/sampling';
+import { byLogitDescending, drawInOrder, sampleToken, seededRandom, type SamplingParams } from '../../app/engines/local/sampling';
 
-/** The definition, as the sampler was written before it sorted typed keys. */
+/** The definition, as the sampler was written before it sorted typed keys: every id sorted with a comparator. */
 function plain(logits: Float32Array, vocab: number, p: SamplingParams, rand: () => number): number {
-  const idx = Array.from({ length: vocab }, (_, i) => i).sort((x, y) => logits[y]! - logits[x]!);
-  let keep = p.topK > 0 ? Math.min(p.topK, vocab) : vocab;
-  const maxL = logits[idx[0]!]! / p.temperature;
-  const probs = idx.slice(0, keep).map((i) => Math.exp(logits[i]! / p.temperature - maxL));
-  let sum = probs.reduce((a, b) => a + b, 0);
-  if (p.topP > 0 && p.topP < 1) {
-    let acc = 0;
-    for (let i = 0; i < keep; i++) {
-      acc += probs[i]! / sum;
-      if (acc >= p.topP) {
-        keep = i + 1;
-        break;
-      }
-    }
-    sum = probs.slice(0, keep).reduce((a, b) => a + b, 0);
-  }
-  let r = rand() * sum;
-  for (let i = 0; i < keep; i++) if ((r -= probs[i]!) <= 0) return idx[i]!;
-  return idx[keep - 1]!;
+  const order = Array.from({ length: vocab }, (_, i) => i).sort((x, y) => logits[y]! - logits[x]!);
+  return drawInOrder(logits, 0, order.slice(0, p.topK > 0 ? Math.min(p.topK, vocab) : vocab), p, rand);
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;

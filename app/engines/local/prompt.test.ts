@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EngineError } from '../errors';
 import { expandImagePads, imageRuns, reusablePrefix, videoBlocksToImages } from './prompt';
-import { StopStrings, argmax, byLogitDescending, sampleToken, seededRandom } from './sampling';
+import { StopStrings, argmax, byLogitDescending, drawInOrder, sampleToken, seededRandom } from './sampling';
 
 const P = 9; // image token id in these examples
 
@@ -76,27 +76,10 @@ describe('sampling', () => {
     expect([...seen].sort()).toEqual([0, 1]);
   });
   it('orders and samples exactly as a stable comparator sort of the ids does, for float32 rows with ties and -0', () => {
-    // the plain definition: ids stably sorted by logit, largest first; temperature, top-k, top-p in that order
+    // the plain definition: every id stably sorted by logit with a comparator, top-k's first kept, then the same draw
     const reference = (logits: Float32Array, offset: number, vocab: number, p: { temperature: number; topP: number; topK: number }, rand: () => number) => {
-      const idx = Array.from({ length: vocab }, (_, i) => i).sort((x, y) => logits[offset + y]! - logits[offset + x]!);
-      let keep = p.topK > 0 ? Math.min(p.topK, vocab) : vocab;
-      const maxL = logits[offset + idx[0]!]! / p.temperature;
-      const probs = idx.slice(0, keep).map((i) => Math.exp(logits[offset + i]! / p.temperature - maxL));
-      let sum = probs.reduce((a, b) => a + b, 0);
-      if (p.topP > 0 && p.topP < 1) {
-        let acc = 0;
-        for (let i = 0; i < keep; i++) {
-          acc += probs[i]! / sum;
-          if (acc >= p.topP) {
-            keep = i + 1;
-            break;
-          }
-        }
-        sum = probs.slice(0, keep).reduce((a, b) => a + b, 0);
-      }
-      let r = rand() * sum;
-      for (let i = 0; i < keep; i++) if ((r -= probs[i]!) <= 0) return idx[i]!;
-      return idx[keep - 1]!;
+      const order = Array.from({ length: vocab }, (_, i) => i).sort((x, y) => logits[offset + y]! - logits[offset + x]!);
+      return drawInOrder(logits, offset, order.slice(0, p.topK > 0 ? Math.min(p.topK, vocab) : vocab), p, rand);
     };
     const params = [
       { temperature: 0.7, topP: 1, topK: -1 },

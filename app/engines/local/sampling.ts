@@ -27,15 +27,23 @@ export function argmax(logits: ArrayLike<number>, offset = 0, length = logits.le
 /** Greedy when temperature <= 0; else temperature, then top-k, then top-p (nucleus), as vLLM orders them. */
 export function sampleToken(logits: ArrayLike<number>, offset: number, vocab: number, p: SamplingParams, rand: () => number): number {
   if (!(p.temperature > 0)) return argmax(logits, offset, vocab);
-  let keep = p.topK > 0 ? Math.min(p.topK, vocab) : vocab;
+  const keep = p.topK > 0 ? Math.min(p.topK, vocab) : vocab;
   // top-k 1 keeps the first of the order below: the largest logit, the smaller id on ties, which is argmax
   if (keep === 1) return argmax(logits, offset, vocab);
-  const idx = byLogitDescending(logits, offset, vocab, keep);
-  const maxL = logits[offset + idx[0]!]! / p.temperature;
+  return drawInOrder(logits, offset, byLogitDescending(logits, offset, vocab, keep), p, rand);
+}
+
+/**
+ * The draw once the candidates are known: `order` holds the ids top-k kept, largest logit first (ties by id). Their
+ * probabilities at `p.temperature`, cut to the nucleus `p.topP`, then one `rand()` walked down them in that order.
+ */
+export function drawInOrder(logits: ArrayLike<number>, offset: number, order: ArrayLike<number>, p: SamplingParams, rand: () => number): number {
+  let keep = order.length;
+  const maxL = logits[offset + order[0]!]! / p.temperature;
   const probs: number[] = [];
   let sum = 0;
   for (let i = 0; i < keep; i++) {
-    const e = Math.exp(logits[offset + idx[i]!]! / p.temperature - maxL);
+    const e = Math.exp(logits[offset + order[i]!]! / p.temperature - maxL);
     probs.push(e);
     sum += e;
   }
@@ -53,9 +61,9 @@ export function sampleToken(logits: ArrayLike<number>, offset: number, vocab: nu
   let r = rand() * sum;
   for (let i = 0; i < keep; i++) {
     r -= probs[i]!;
-    if (r <= 0) return idx[i]!;
+    if (r <= 0) return order[i]!;
   }
-  return idx[keep - 1]!;
+  return order[keep - 1]!;
 }
 
 /**
