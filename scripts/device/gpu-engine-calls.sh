@@ -31,10 +31,11 @@
 #             (--no-decode-loop), with it (ops attention) and with it on GroupQueryAttention (VARIANTS picks), interleaved over two rounds (WARMUP tokens first, default 128), their greedy tokens
 #             compared, an onnxruntime profile of the loop, then PyTorch eager/sdpa on the same card, then (LOGITS=1, the
 #             default) the loop graph's logits for 32 steps against PyTorch fp32 (models/logits_compare.py)
+#   logits7b  only that logits comparison (after loop7b with LOGITS=0, when one call cannot hold both)
 #   loop05    the same pair on the random 0.5B (fp16) beside the exported decoder: the 0.5B before/after
 #   status    what the detached jobs have done so far
 set -uo pipefail
-step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|loop7b|loop05|status}
+step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|loop7b|logits7b|loop05|status}
 C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=/tmp/wt R=/tmp/r
 OUT=${OUT:-/tmp/out}
 mkdir -p "$R" "$OUT"
@@ -64,6 +65,16 @@ for f in sorted(glob.glob(sys.argv[1] + "/engine-bench-" + sys.argv[2] + "-*.jso
     d = json.load(open(f))
     print(f.split("/")[-1], {k: d.get(k) for k in ("device", "decoder", "fallback_reason", "load_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_runs", "bound_tok_s", "fraction_of_bound")}, d["greedy_tokens"][:12])
 PY
+}
+
+# the 7B loop graph's logits (model.forward runs it with steps = 0) for 32 steps against PyTorch fp32
+loop_logits7b() {
+  local M=/tmp/random-7b
+  ln -sf fused-loop.onnx "$M/onnx/decoder_model_merged_fused_fp16.onnx"
+  "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 32 --runs 1 \
+    --logits-out "$R/logits-7b-loop.f32" --json "$R/engine-bench-7b-loop-logits.json" > /dev/null 2> "$R/7b-loop-logits.err" || tail -5 "$R/7b-loop-logits.err"
+  (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b-loop.f32" --onnx-bench "$R/engine-bench-7b-loop-logits.json" \
+    --report "$OUT/logits-7b-fused-loop.json" 2>&1 | tail -8)
 }
 
 case $step in
@@ -270,13 +281,8 @@ loop7b|loop05)
       --json "$R/prof-loop/bench.json" > /dev/null 2> "$R/prof-loop.err" || tail -5 "$R/prof-loop.err"
     python3 "$WT/models/ort_profile_summary.py" "$R"/prof-loop/ort_*.json --out "$OUT/ort-profile-7b-cuda-fp16-fused-loop.json" > /dev/null 2>&1 || echo "profile summary failed"
     (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --no-export --report "$OUT/gpu-bench-7b-beside-loop.json" 2>&1 | grep -E "PyTorch|bound|bandwidth")
-    # the loop graph's logits (model.forward runs it with steps = 0) for 32 steps against PyTorch fp32 (LOGITS=0 skips)
-    if [ "${LOGITS:-1}" = 1 ]; then
-      "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 32 --runs 1 \
-        --logits-out "$R/logits-7b-loop.f32" --json "$R/engine-bench-7b-loop-logits.json" > /dev/null 2> "$R/7b-loop-logits.err" || tail -5 "$R/7b-loop-logits.err"
-      (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b-loop.f32" --onnx-bench "$R/engine-bench-7b-loop-logits.json" \
-        --report "$OUT/logits-7b-fused-loop.json" 2>&1 | tail -8)
-    fi
+    # the loop graph's logits for 32 steps against PyTorch fp32 (LOGITS=0 skips; the logits7b step runs them alone)
+    [ "${LOGITS:-1}" = 1 ] && loop_logits7b
   fi
   python3 - "$OUT" "$size" <<'PY'
 import glob, json, sys
@@ -288,6 +294,11 @@ for f in sorted(glob.glob(sys.argv[1] + "/engine-bench-" + sys.argv[2] + "-cuda-
 toks = list(runs.values())
 print("greedy tokens equal across all runs:", all(t == toks[0] for t in toks), len(toks[0]) if toks else 0)
 PY
+  ;;
+logits7b)
+  node_env
+  [ -f /tmp/random-7b/onnx/fused-loop.onnx ] || { echo "run loop7b first (it writes fused-loop.onnx)"; exit 1; }
+  loop_logits7b
   ;;
 status)
   for f in "$R"/*.log; do echo "== $f"; tail -4 "$f"; done; ls "$R"
