@@ -127,7 +127,9 @@ export interface FuseOptions {
 /**
  * How the fused decoder computes attention:
  * - `gqa`: one GroupQueryAttention node a layer (onnxruntime's contrib op), the fastest once warm. On CUDA it is slow
- *   the first time a session meets a KV length (~19 tok/s instead of ~70 at 7B: models/reports/GPU-7B.md).
+ *   the first time a session meets a KV length (~19 tok/s instead of ~70 at 7B: models/reports/GPU-7B.md). In the
+ *   decode loop's body it reads the packed q/k/v and rotates q and k itself (do_rotary) from a cos/sin table made once
+ *   a run, so a layer's attention is MatMul, Add and that one node.
  * - `ops`: plain ONNX operators. The KV heads are grouped by reshaping the QUERY ([B,S,H·D] → [B,Hkv,G·S,D], G =
  *   H/Hkv), never by repeating K/V: present = Concat(past, new) per layer, scores = FusedMatMul(q, presentᵀ, scale),
  *   plus one additive causal mask [G·S, T] made once a step, Softmax, MatMul(present_v), back to [B,S,H·D].
@@ -309,8 +311,15 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     packed.set(i, r);
     return r;
   };
-  const emit = (prefix: string, io: (name: string) => string = ioSame, decode = false): Uint8Array[] => {
+  /**
+   * `rope`: the decode loop's body with gqa attention: every step's rotary angles come from one table per run
+   * (`cos`/`sin` [rows, D/2], row r = the angle of the token at KV index r; made before the Loop), which
+   * GroupQueryAttention reads itself (do_rotary, at KV index seqlens_k) from the packed q/k/v: a layer's attention is
+   * MatMul, Add and one GroupQueryAttention node (no Split, no RotaryEmbedding), and no per-step cos/sin nodes.
+   */
+  const emit = (prefix: string, io: (name: string) => string = ioSame, decode = false, rope?: { cos: string; sin: string }): Uint8Array[] => {
     const lean = decode && attention === 'ops';
+    const packedRope = decode && attention === 'gqa' && rope !== undefined;
     const out: Uint8Array[] = [];
     const k = (x: string) => `${prefix}${x}`;
     const N = (op: string, ins: string[], outs: string[], attrs: Uint8Array[] = [], domain = '') => {
@@ -336,20 +345,22 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     i64c(c('zero'), [0], []);
     i64c(c('end'), [2 ** 53]);
     i64c(c('sh1'), [1]);
-    N('Cast', [io('position_ids')], [k('pos_f')], [intAttr('to', FLOAT)]);
-    N('Unsqueeze', [k('pos_f'), c('ax3')], [k('pos_u')]);
-    N('Mul', [k('pos_u'), c('inv_freq_thw')], [k('freq_thw')]);
-    N('ReduceSum', [k('freq_thw'), c('ax0')], [k('freq')], [intAttr('keepdims', 0)]);
-    N('Cos', [k('freq')], [k('cos_f')]);
-    N('Sin', [k('freq')], [k('sin_f')]);
-    N('Reshape', [k('cos_f'), c('rows')], [dt === FLOAT ? k('cos') : k('cos_r')]);
-    N('Reshape', [k('sin_f'), c('rows')], [dt === FLOAT ? k('sin') : k('sin_r')]);
-    if (dt === FLOAT16) {
-      N('Cast', [k('cos_r')], [k('cos')], [intAttr('to', FLOAT16)]);
-      N('Cast', [k('sin_r')], [k('sin')], [intAttr('to', FLOAT16)]);
+    if (!packedRope) {
+      N('Cast', [io('position_ids')], [k('pos_f')], [intAttr('to', FLOAT)]);
+      N('Unsqueeze', [k('pos_f'), c('ax3')], [k('pos_u')]);
+      N('Mul', [k('pos_u'), c('inv_freq_thw')], [k('freq_thw')]);
+      N('ReduceSum', [k('freq_thw'), c('ax0')], [k('freq')], [intAttr('keepdims', 0)]);
+      N('Cos', [k('freq')], [k('cos_f')]);
+      N('Sin', [k('freq')], [k('sin_f')]);
+      N('Reshape', [k('cos_f'), c('rows')], [dt === FLOAT ? k('cos') : k('cos_r')]);
+      N('Reshape', [k('sin_f'), c('rows')], [dt === FLOAT ? k('sin') : k('sin_r')]);
+      if (dt === FLOAT16) {
+        N('Cast', [k('cos_r')], [k('cos')], [intAttr('to', FLOAT16)]);
+        N('Cast', [k('sin_r')], [k('sin')], [intAttr('to', FLOAT16)]);
+      }
     }
     // row ids b·S+s: [B,S] from inputs_embeds' shape ([[0]] for one token)
-    const rotPos = decode ? i64c(c('rot_pos_1'), [0], [1, 1]) : k('rot_pos');
+    const rotPos = packedRope ? '' : decode ? i64c(c('rot_pos_1'), [0], [1, 1]) : k('rot_pos');
     if (!decode) {
       N('Shape', [io('inputs_embeds')], [k('bs')], [intAttr('end', 2)]);
       N('ReduceProd', [k('bs')], [k('n')], [intAttr('keepdims', 0)]);
@@ -480,11 +491,26 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
       const { w: qkvW, b: qkvB } = packQkv(i, q, kk, v);
       N('MatMul', [l('h'), qkvW], [qkvB ? l('qkv_mm') : l('qkv')]);
       if (qkvB) N('Add', [l('qkv_mm'), qkvB], [l('qkv')]);
-      N('Split', [l('qkv'), c('qkv_split')], [l('q'), l('k'), l('v')], [intAttr('axis', -1)]);
-      const [qo, ko, vo] = [l('q'), l('k'), l('v')];
-      N('RotaryEmbedding', [qo, rotPos, k('cos'), k('sin')], [l('q_rot')], [intAttr('interleaved', 0)], MS);
-      N('RotaryEmbedding', [ko, rotPos, k('cos'), k('sin')], [l('k_rot')], [intAttr('interleaved', 0)], MS);
-      N('MatMul', [attend(i, l('q_rot'), l('k_rot'), vo, l), use(weight(o))], [l('o')]);
+      let attn: string;
+      if (packedRope) {
+        const past = [io(`past_key_values.${i}.key`), io(`past_key_values.${i}.value`)];
+        const present = [io(`present.${i}.key`), io(`present.${i}.value`)];
+        N(
+          'GroupQueryAttention',
+          [l('qkv'), '', '', ...past, k('seqlens_k'), k('total'), rope!.cos, rope!.sin],
+          [l('attn'), ...present],
+          [intAttr('num_heads', NH), intAttr('kv_num_heads', KV), floatAttr('scale', 1 / Math.sqrt(HD)), intAttr('do_rotary', 1), intAttr('rotary_interleaved', 0)],
+          MS,
+        );
+        attn = l('attn');
+      } else {
+        N('Split', [l('qkv'), c('qkv_split')], [l('q'), l('k'), l('v')], [intAttr('axis', -1)]);
+        const [qo, ko, vo] = [l('q'), l('k'), l('v')];
+        N('RotaryEmbedding', [qo, rotPos, k('cos'), k('sin')], [l('q_rot')], [intAttr('interleaved', 0)], MS);
+        N('RotaryEmbedding', [ko, rotPos, k('cos'), k('sin')], [l('k_rot')], [intAttr('interleaved', 0)], MS);
+        attn = attend(i, l('q_rot'), l('k_rot'), vo, l);
+      }
+      N('MatMul', [attn, use(weight(o))], [l('o')]);
       N('SkipSimplifiedLayerNormalization', [l('o'), resid, use(norms[2 * i + 1]!)], [l('h2'), '', '', l('x2')], [eps], MS);
       resid = l('x2');
       N('MatMul', [l('h2'), use(weight(gate))], [l('gate')]);
@@ -545,6 +571,35 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
   M('Gather', ['fused/next/pos_t', c('last')], ['fused/next/pos_last'], [intAttr('axis', 1)]);
   M('Add', ['fused/next/pos_last', c('one')], ['fused/next/pos0']);
   M('Concat', ['attention_mask', c('one11')], ['fused/next/mask0'], [intAttr('axis', 1)]);
+  // gqa: the rotary table every step of this run reads (emit's `rope`): row r is the angle of the token at KV index r.
+  // The loop feeds KV index T + j (T = the given mask's width) at position pos0 + j, and a text token's t/h/w
+  // positions are equal, so row r = position r + pos0 - T, rows [0, T + steps). Each angle is the product the
+  // per-step mRoPE nodes form (position in fp32 × the same fp32 inverse frequency; their sum over t/h/w adds zeros),
+  // so the table holds the very cos/sin values a step would compute.
+  let rope: { cos: string; sin: string } | undefined;
+  if (attention === 'gqa') {
+    const half = HD / 2;
+    const inv1 = Buffer.alloc(half * 4);
+    for (let j = 0; j < half; j++) inv1.writeFloatLE(Math.fround(1 / Math.pow(cfg.ropeTheta, (2 * j) / HD)), j * 4);
+    add(c('inv_freq_1'), FLOAT, [half], inv1);
+    i64c(c('ax_last'), [-1]);
+    M('Shape', ['attention_mask'], ['fused/next/t_1'], [intAttr('start', 1), intAttr('end', 2)]);
+    M('Sub', ['fused/next/pos0', 'fused/next/t_1'], ['fused/next/rope_from_1']);
+    M('Add', ['fused/next/pos0', 'steps'], ['fused/next/rope_to_1']);
+    M('Squeeze', ['fused/next/rope_from_1'], ['fused/next/rope_from']);
+    M('Squeeze', ['fused/next/rope_to_1'], ['fused/next/rope_to']);
+    M('Range', ['fused/next/rope_from', 'fused/next/rope_to', c('one')], ['fused/next/rope_pos']);
+    M('Cast', ['fused/next/rope_pos'], ['fused/next/rope_pos_f'], [intAttr('to', FLOAT)]);
+    M('Unsqueeze', ['fused/next/rope_pos_f', c('ax_last')], ['fused/next/rope_pos_col']);
+    M('Mul', ['fused/next/rope_pos_col', c('inv_freq_1')], ['fused/next/rope_freq']);
+    M('Cos', ['fused/next/rope_freq'], [dt === FLOAT ? 'fused/next/rope_cos' : 'fused/next/rope_cos_f']);
+    M('Sin', ['fused/next/rope_freq'], [dt === FLOAT ? 'fused/next/rope_sin' : 'fused/next/rope_sin_f']);
+    if (dt === FLOAT16) {
+      M('Cast', ['fused/next/rope_cos_f'], ['fused/next/rope_cos'], [intAttr('to', FLOAT16)]);
+      M('Cast', ['fused/next/rope_sin_f'], ['fused/next/rope_sin'], [intAttr('to', FLOAT16)]);
+    }
+    rope = { cos: 'fused/next/rope_cos', sin: 'fused/next/rope_sin' };
+  }
 
   // the body: feed `token` at `pos`, return the argmax as the next token (also scanned out)
   const body: Uint8Array[] = [];
@@ -557,9 +612,11 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     B('Gather', [embName, 'loop/token'], ['loop/embeds_raw'], [intAttr('axis', 0)]);
     B('Cast', ['loop/embeds_raw'], ['loop/inputs_embeds'], [intAttr('to', dt)]);
   }
-  B('Reshape', ['loop/pos', c('one111')], ['loop/pos111']);
-  B('Expand', ['loop/pos111', c('three11')], ['loop/position_ids']);
-  body.push(...emit('loop/', loopIo, true));
+  if (!rope) {
+    B('Reshape', ['loop/pos', c('one111')], ['loop/pos111']);
+    B('Expand', ['loop/pos111', c('three11')], ['loop/position_ids']);
+  }
+  body.push(...emit('loop/', loopIo, true, rope));
   B('ArgMax', ['loop/logits'], ['loop/next'], [intAttr('axis', -1), intAttr('keepdims', 0)]);
   B('Add', ['loop/pos', c('one')], ['loop/pos_next']);
   B('Concat', ['loop/attention_mask', c('one11')], ['loop/mask_next'], [intAttr('axis', 1)]);
