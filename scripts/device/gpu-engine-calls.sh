@@ -7,7 +7,7 @@
 #
 # The first call unpacks what scripts/device/carry.py brought (/tmp/loupe-carry: node-pack.tar.xz, tools.tar.xz,
 # ort129.tar.xz + SHA256SUMS once complete). Steps:
-#   setup     (DTYPES05=fp16: export the 0.5B in fp16 only) unpack the node pack to /tmp/np and the tools (this checkout's models/ and scripts/) to /tmp/wt, then
+#   setup     (DTYPES05=fp16: export the 0.5B in fp16 only; ONLY=7b: no 0.5B; SKIP7B_BENCH=1: the 7B export alone) unpack the node pack to /tmp/np and the tools (this checkout's models/ and scripts/) to /tmp/wt, then
 #             start, detached (it outlives the call), the fp16/fp32 ONNX export of the random 0.5B, then the PyTorch
 #             reference and fp16 ONNX export of the random 7B: logs and reports in /tmp/r
 #   assemble  put onnxruntime-node 1.29 + its CUDA provider into /tmp/np (cuda-ep-assemble.sh); /tmp/ld.sh exports
@@ -40,7 +40,11 @@ C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=/tmp/wt R=/tmp/r
 OUT=${OUT:-/tmp/out}
 mkdir -p "$R" "$OUT"
 nvidia-smi --query-gpu=name,memory.used,memory.total,utilization.gpu --format=csv,noheader
-bw() { python3 -c "import json;print(round(json.load(open('$R/gpu-bench-7b.json'))['bandwidth']['gb_s_read_plus_write']))" 2>/dev/null || echo 3000; }
+# the card's copy bandwidth (GB/s, read + write): from the 7B reference run, else measured now (SKIP7B_BENCH)
+bw() {
+  python3 -c "import json;print(round(json.load(open('$R/gpu-bench-7b.json'))['bandwidth']['gb_s_read_plus_write']))" 2>/dev/null ||
+    (cd "$WT/models" && python3 -c "import gpu_bench;print(round(gpu_bench.bandwidth()['gb_s_read_plus_write']))" 2>/dev/null) || echo 3000
+}
 node_env() { [ -f /tmp/ld.sh ] || { echo "run the assemble step first"; exit 1; }; . /tmp/ld.sh; }
 # logits of two runs (engine-bench --logits-out: float32 rows of vocab size) compared: A B VOCAB REPORT
 cmp_logits() {
@@ -84,9 +88,10 @@ setup)
   ls "$NP" | tr '\n' ' '; echo
   cd "$WT" || exit 1
   export05="PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 0.5b --skip-bench --dtypes ${DTYPES05:-fp16,fp32} --out /tmp/random-0.5b --report $R/gpu-bench-0.5b.json > $R/gpu-bench-0.5b.log 2>&1; echo \$? > $R/05b.rc"
-  export7b="PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --out /tmp/random-7b --report $R/gpu-bench-7b.json > $R/gpu-bench-7b.log 2>&1; echo \$? > $R/7b.rc"
-  # FIRST=7b: the 7B first (its export is the long one), the 0.5B after it
-  if [ "${FIRST:-0.5b}" = 7b ]; then jobs="$export7b; $export05"; else jobs="$export05; $export7b"; fi
+  # SKIP7B_BENCH=1: export the 7B only (no bandwidth / PyTorch generate here; loop7b measures both beside the engine)
+  export7b="PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b ${SKIP7B_BENCH:+--skip-bench} --out /tmp/random-7b --report $R/gpu-bench-7b.json > $R/gpu-bench-7b.log 2>&1; echo \$? > $R/7b.rc"
+  # FIRST=7b: the 7B first (its export is the long one), the 0.5B after it; ONLY=7b: no 0.5B
+  if [ "${ONLY:-}" = 7b ]; then jobs="$export7b"; elif [ "${FIRST:-0.5b}" = 7b ]; then jobs="$export7b; $export05"; else jobs="$export05; $export7b"; fi
   setsid nohup bash -c "$jobs" > /dev/null 2>&1 < /dev/null &
   sleep 15; tail -3 "$R/gpu-bench-0.5b.log"
   ;;
