@@ -282,9 +282,12 @@ loop7b|loop05)
   if [ "$step" = loop7b ]; then
     ln -sf fused-loop.onnx "$O/$F"
     rm -rf "$R/prof-loop" && mkdir -p "$R/prof-loop"
+    # PROFILE=0: no onnxruntime profile (a short lease)
+    [ "${PROFILE:-1}" = 1 ] && {
     LOUPE_ORT_PROFILE="$R/prof-loop/ort" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 32 --runs 1 \
       --json "$R/prof-loop/bench.json" > /dev/null 2> "$R/prof-loop.err" || tail -5 "$R/prof-loop.err"
     python3 "$WT/models/ort_profile_summary.py" "$R"/prof-loop/ort_*.json --out "$OUT/ort-profile-7b-cuda-fp16-fused-loop.json" > /dev/null 2>&1 || echo "profile summary failed"
+    }
     (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b --no-export --report "$OUT/gpu-bench-7b-beside-loop.json" 2>&1 | grep -E "PyTorch|bound|bandwidth")
     # the loop graph's logits for 32 steps against PyTorch fp32 (LOGITS=0 skips; the logits7b step runs them alone)
     [ "${LOGITS:-1}" = 1 ] && loop_logits7b
