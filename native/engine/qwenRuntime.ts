@@ -293,6 +293,7 @@ export class QwenVLRuntime {
     const sessionOptions = {
       ...(threads ? { intraOpNumThreads: threads } : {}),
       ...(profile ? { enableProfiling: true, profileFilePrefix: profile } : {}),
+      ...extraSessionOptions(),
     };
     // The fused decoder (LoadOptions.decoder): transformers.js names its session files itself, so the exported decoder
     // loads first and its session is then replaced by one on the fused file, with the same inputs and outputs.
@@ -1144,6 +1145,23 @@ export async function qwenPatches(ip: ImageProc, image: RawImage): Promise<{ pix
 }
 
 const MATMUL_PATCH_EMBED = new WeakSet<object>();
+/**
+ * LOUPE_ORT_SESSION='{"enableMemPattern": false, …}': onnxruntime session options merged into every session this engine
+ * opens, a diagnostic switch for trying one on a GPU lease without a build (scripts/device/gpu-engine-calls.sh
+ * `gqa-first`). Not a JSON object: a load error that says so.
+ */
+export function extraSessionOptions(env: string | undefined = process.env.LOUPE_ORT_SESSION): Record<string, unknown> {
+  if (env === undefined || env.trim() === '') return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(env);
+  } catch (e) {
+    throw new EngineError('load', `LOUPE_ORT_SESSION is not JSON (${(e as Error).message}); unset it or give an object such as {"enableMemPattern": false}`);
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new EngineError('load', 'LOUPE_ORT_SESSION must be a JSON object of onnxruntime session options, such as {"enableMemPattern": false}');
+  return v as Record<string, unknown>;
+}
+
 /** Whether a runtime's vision encoder runs the rewritten patch embedding (for tests and diagnostics). */
 export function hasMatmulPatchEmbed(rt: QwenVLRuntime): boolean {
   const s = (rt as unknown as { model: QwenModel }).model.sessions['vision_encoder'];

@@ -31,11 +31,12 @@
 #             (--no-decode-loop), with it (ops attention) and with it on GroupQueryAttention (VARIANTS picks), interleaved over two rounds (WARMUP tokens first, default 128), their greedy tokens
 #             compared, an onnxruntime profile of the loop, then PyTorch eager/sdpa on the same card, then (LOGITS=1, the
 #             default) the loop graph's logits for 32 steps against PyTorch fp32 (models/logits_compare.py)
+#   gqa-first the GroupQueryAttention loop's first-time-per-KV-length cost under onnxruntime session options (SESSIONS)
 #   logits7b  only that logits comparison (after loop7b with LOGITS=0, when one call cannot hold both)
 #   loop05    the same pair on the random 0.5B (fp16) beside the exported decoder: the 0.5B before/after
 #   status    what the detached jobs have done so far
 set -uo pipefail
-step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|loop7b|logits7b|loop05|status}
+step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|loop7b|gqa-first|logits7b|loop05|status}
 C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=/tmp/wt R=/tmp/r
 OUT=${OUT:-/tmp/out}
 mkdir -p "$R" "$OUT"
@@ -302,6 +303,30 @@ for f in sorted(glob.glob(sys.argv[1] + "/engine-bench-" + sys.argv[2] + "-cuda-
 toks = list(runs.values())
 print("greedy tokens equal across all runs:", all(t == toks[0] for t in toks), len(toks[0]) if toks else 0)
 PY
+  ;;
+gqa-first)
+  # the GroupQueryAttention loop's cost the first time a session meets a KV length: the warm-up (new lengths) against
+  # the timed run (the same lengths again), for each onnxruntime session-option set in SESSIONS (JSON objects through
+  # LOUPE_ORT_SESSION, one per line; the empty line = none), beside the ops loop
+  node_env
+  [ -f "$R/7b.rc" ] || { echo "the 7B export is not done yet"; exit 1; }
+  M=/tmp/random-7b O=/tmp/random-7b/onnx F=decoder_model_merged_fused_fp16.onnx B=$(bw)
+  for v in loop loop-gqa; do
+    [ -f "$O/fused-$v.onnx" ] && continue
+    flags=; [ "$v" = loop-gqa ] && flags="--fused-attention gqa"
+    "$NP/node" "$NP/loupe.mjs" convert --fused $flags $M && mv "$O/$F" "$O/fused-$v.onnx" || exit 1
+  done
+  i=0
+  printf '%s\n' "${SESSIONS:-
+{\"enableMemPattern\": false}}" | while IFS= read -r opts; do
+    i=$((i + 1))
+    for v in loop-gqa loop; do
+      ln -sf "fused-$v.onnx" "$O/$F"
+      LOUPE_ORT_SESSION="$opts" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 64 --warmup-tokens 64 --runs 1 \
+        --bandwidth-gbs "$B" --json "$OUT/gqa-first-$v-$i.json" > /dev/null 2> "$R/gqa-first.err" || tail -3 "$R/gqa-first.err"
+      python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(sys.argv[2], repr(sys.argv[3]), 'new lengths', d.get('warmup_decode_tok_s'), 'met lengths', d['decode_tok_s'])" "$OUT/gqa-first-$v-$i.json" "$v" "$opts"
+    done
+  done
   ;;
 logits7b)
   node_env

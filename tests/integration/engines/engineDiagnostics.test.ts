@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { QwenVLRuntime } from '../../../native/engine/qwenRuntime';
+import { QwenVLRuntime, extraSessionOptions } from '../../../native/engine/qwenRuntime';
 import { requirePython } from '../loupe-tiny/python';
 import { greedy, parity, TINY_DIR } from './parityFixture';
 
@@ -35,6 +35,35 @@ describe('local engine diagnostics', () => {
       }
     } finally {
       await rt.dispose();
+    }
+  });
+
+  it('LOUPE_ORT_SESSION: its session options reach every session (profiling here); anything but a JSON object is a clear load error', async () => {
+    const prefix = path.join(tmp, 'sess');
+    process.env.LOUPE_ORT_SESSION = JSON.stringify({ enableProfiling: true, profileFilePrefix: prefix });
+    let rt: QwenVLRuntime;
+    try {
+      rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false });
+    } finally {
+      delete process.env.LOUPE_ORT_SESSION;
+    }
+    try {
+      await rt.generate(greedy(parity.cases.single_image, { maxTokens: 2 }));
+      for (const s of Object.values((rt as unknown as { model: { sessions: Record<string, { endProfiling(): void }> } }).model.sessions)) s.endProfiling();
+    } finally {
+      await rt.dispose();
+    }
+    expect(readdirSync(tmp).filter((f) => f.startsWith('sess_') && f.endsWith('.json')).length).toBeGreaterThanOrEqual(2);
+    expect(extraSessionOptions(undefined)).toEqual({});
+    expect(extraSessionOptions(' ')).toEqual({});
+    expect(extraSessionOptions('{"enableMemPattern": false}')).toEqual({ enableMemPattern: false });
+    expect(() => extraSessionOptions('{enableMemPattern: false}')).toThrow(/LOUPE_ORT_SESSION is not JSON/);
+    expect(() => extraSessionOptions('[1]')).toThrow(/must be a JSON object/);
+    process.env.LOUPE_ORT_SESSION = 'nope';
+    try {
+      await expect(QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false })).rejects.toThrow(/LOUPE_ORT_SESSION is not JSON/);
+    } finally {
+      delete process.env.LOUPE_ORT_SESSION;
     }
   });
 
