@@ -1159,8 +1159,16 @@ export function extraSessionOptions(env: string | undefined = process.env.LOUPE_
     throw new EngineError('load', `LOUPE_ORT_SESSION is not JSON (${(e as Error).message}); unset it or give an object such as {"enableMemPattern": false}`);
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new EngineError('load', 'LOUPE_ORT_SESSION must be a JSON object of onnxruntime session options, such as {"enableMemPattern": false}');
+  // a misspelt option would be ignored by onnxruntime and an experiment would measure nothing; the device is the
+  // engine's to choose (its CPU fallback depends on it)
+  for (const key of Object.keys(v)) {
+    if (key === 'executionProviders') throw new EngineError('load', 'LOUPE_ORT_SESSION: executionProviders is chosen by the engine (LoadOptions.device / --device), not here');
+    if (!ORT_SESSION_KEYS.has(key)) throw new EngineError('load', `LOUPE_ORT_SESSION: ${JSON.stringify(key)} is not an onnxruntime session option (known: ${[...ORT_SESSION_KEYS].join(', ')})`);
+  }
   return v as Record<string, unknown>;
 }
+/** onnxruntime-common's InferenceSession.SessionOptions, less executionProviders. */
+const ORT_SESSION_KEYS = new Set(['intraOpNumThreads', 'interOpNumThreads', 'freeDimensionOverrides', 'graphOptimizationLevel', 'enableCpuMemArena', 'enableMemPattern', 'executionMode', 'optimizedModelFilePath', 'enableProfiling', 'profileFilePrefix', 'logId', 'logSeverityLevel', 'logVerbosityLevel', 'preferredOutputLocation', 'enableGraphCapture', 'extra']);
 
 /** Whether a runtime's vision encoder runs the rewritten patch embedding (for tests and diagnostics). */
 export function hasMatmulPatchEmbed(rt: QwenVLRuntime): boolean {

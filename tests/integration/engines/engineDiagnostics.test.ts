@@ -18,6 +18,26 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-engine-diag-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
+/** Load the tiny model with one environment variable set for the load only. */
+async function loadWith(name: string, value: string): Promise<QwenVLRuntime> {
+  process.env[name] = value;
+  try {
+    return await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false });
+  } finally {
+    delete process.env[name];
+  }
+}
+
+/** Generate `maxTokens` greedy tokens, write every session's profile, dispose. */
+async function generateAndEndProfiling(rt: QwenVLRuntime, maxTokens: number): Promise<void> {
+  try {
+    await rt.generate(greedy(parity.cases.single_image, { maxTokens }));
+    for (const s of Object.values((rt as unknown as { model: { sessions: Record<string, { endProfiling(): void }> } }).model.sessions)) s.endProfiling();
+  } finally {
+    await rt.dispose();
+  }
+}
+
 describe('local engine diagnostics', () => {
   it('onLogits: one row per generated token, the vocabulary wide, whose argmax is the greedy token', async () => {
     const rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false });
@@ -39,49 +59,21 @@ describe('local engine diagnostics', () => {
   });
 
   it('LOUPE_ORT_SESSION: its session options reach every session (profiling here); anything but a JSON object is a clear load error', async () => {
-    const prefix = path.join(tmp, 'sess');
-    process.env.LOUPE_ORT_SESSION = JSON.stringify({ enableProfiling: true, profileFilePrefix: prefix });
-    let rt: QwenVLRuntime;
-    try {
-      rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false });
-    } finally {
-      delete process.env.LOUPE_ORT_SESSION;
-    }
-    try {
-      await rt.generate(greedy(parity.cases.single_image, { maxTokens: 2 }));
-      for (const s of Object.values((rt as unknown as { model: { sessions: Record<string, { endProfiling(): void }> } }).model.sessions)) s.endProfiling();
-    } finally {
-      await rt.dispose();
-    }
+    await generateAndEndProfiling(await loadWith('LOUPE_ORT_SESSION', JSON.stringify({ enableProfiling: true, profileFilePrefix: path.join(tmp, 'sess') })), 2);
     expect(readdirSync(tmp).filter((f) => f.startsWith('sess_') && f.endsWith('.json')).length).toBeGreaterThanOrEqual(2);
     expect(extraSessionOptions(undefined)).toEqual({});
     expect(extraSessionOptions(' ')).toEqual({});
     expect(extraSessionOptions('{"enableMemPattern": false}')).toEqual({ enableMemPattern: false });
     expect(() => extraSessionOptions('{enableMemPattern: false}')).toThrow(/LOUPE_ORT_SESSION is not JSON/);
     expect(() => extraSessionOptions('[1]')).toThrow(/must be a JSON object/);
-    process.env.LOUPE_ORT_SESSION = 'nope';
-    try {
-      await expect(QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false })).rejects.toThrow(/LOUPE_ORT_SESSION is not JSON/);
-    } finally {
-      delete process.env.LOUPE_ORT_SESSION;
-    }
+    // a misspelt option (onnxruntime would ignore it) and the device (the engine's to choose) are refused
+    expect(() => extraSessionOptions('{"enableMemPatern": false}')).toThrow(/"enableMemPatern" is not an onnxruntime session option/);
+    expect(() => extraSessionOptions('{"executionProviders": ["webgpu"]}')).toThrow(/executionProviders is chosen by the engine/);
+    await expect(loadWith('LOUPE_ORT_SESSION', 'nope')).rejects.toThrow(/LOUPE_ORT_SESSION is not JSON/);
   });
 
   it('LOUPE_ORT_PROFILE: every session writes a profile; the summary finds the decode steps', async () => {
-    const prefix = path.join(tmp, 'ort');
-    process.env.LOUPE_ORT_PROFILE = prefix;
-    let rt: QwenVLRuntime;
-    try {
-      rt = await QwenVLRuntime.load({ modelDir: TINY_DIR, kvCache: false });
-    } finally {
-      delete process.env.LOUPE_ORT_PROFILE;
-    }
-    try {
-      await rt.generate(greedy(parity.cases.single_image, { maxTokens: 4 }));
-      for (const s of Object.values((rt as unknown as { model: { sessions: Record<string, { endProfiling(): void }> } }).model.sessions)) s.endProfiling();
-    } finally {
-      await rt.dispose();
-    }
+    await generateAndEndProfiling(await loadWith('LOUPE_ORT_PROFILE', path.join(tmp, 'ort')), 4);
     const files = readdirSync(tmp).filter((f) => f.startsWith('ort_') && f.endsWith('.json')).map((f) => path.join(tmp, f));
     expect(files.length).toBeGreaterThanOrEqual(2);
     const py = requirePython(['json']);
