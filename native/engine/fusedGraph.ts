@@ -293,6 +293,27 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
    * originals then go unused); the projection is one MatMul, one Add and a Split. Both the forward pass and the decode
    * loop's body read the packed weights: three kernels a layer fewer, and one wider matrix-vector product.
    */
+  /** RoPE's inverse frequency j of HD/2, in fp32 as the exporter computes it. */
+  const invFreq = (j: number) => Math.fround(1 / Math.pow(cfg.ropeTheta, (2 * j) / HD));
+  type NodeWriter = (op: string, ins: string[], outs: string[], attrs?: Uint8Array[]) => void;
+  /**
+   * cos and sin of the fp32 angles `freq`, as `cos`/`sin` in the decoder's dtype: Cos/Sin, then a Reshape to `rows`
+   * when given, then a Cast for fp16. The per-step mRoPE nodes and the decode loop's once-a-run table both use it, so
+   * both hold the same values.
+   */
+  const cosSin = (N: NodeWriter, freq: string, cos: string, sin: string, tmp: (x: string) => string, rows?: string) => {
+    for (const [op, name] of [['Cos', cos], ['Sin', sin]] as const) {
+      const chain: Array<(x: string, y: string) => void> = [(x, y) => N(op, [x], [y])];
+      if (rows) chain.push((x, y) => N('Reshape', [x, rows], [y]));
+      if (dt === FLOAT16) chain.push((x, y) => N('Cast', [x], [y], [intAttr('to', FLOAT16)]));
+      let x = freq;
+      chain.forEach((f, i) => {
+        const y = i === chain.length - 1 ? name : tmp(`${op.toLowerCase()}_${i}`);
+        f(x, y);
+        x = y;
+      });
+    }
+  };
   const prelude: Uint8Array[] = [];
   const packed = new Map<number, { w: string; b?: string }>();
   const packQkv = (i: number, q: GNode, kk: GNode, v: GNode): { w: string; b?: string } => {
@@ -332,10 +353,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     cfg.mropeSection.forEach((n, i) => {
       for (let j = 0; j < n; j++) sec.push(i % 3);
     });
-    for (let j = 0; j < half; j++) {
-      const f = 1 / Math.pow(cfg.ropeTheta, (2 * j) / HD);
-      inv.writeFloatLE(Math.fround(f), (sec[j]! * half + j) * 4);
-    }
+    for (let j = 0; j < half; j++) inv.writeFloatLE(invFreq(j), (sec[j]! * half + j) * 4);
     add(c('inv_freq_thw'), FLOAT, [3, 1, 1, half], inv);
     i64c(c('ax0'), [0]);
     i64c(c('ax1'), [1]);
@@ -350,14 +368,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
       N('Unsqueeze', [k('pos_f'), c('ax3')], [k('pos_u')]);
       N('Mul', [k('pos_u'), c('inv_freq_thw')], [k('freq_thw')]);
       N('ReduceSum', [k('freq_thw'), c('ax0')], [k('freq')], [intAttr('keepdims', 0)]);
-      N('Cos', [k('freq')], [k('cos_f')]);
-      N('Sin', [k('freq')], [k('sin_f')]);
-      N('Reshape', [k('cos_f'), c('rows')], [dt === FLOAT ? k('cos') : k('cos_r')]);
-      N('Reshape', [k('sin_f'), c('rows')], [dt === FLOAT ? k('sin') : k('sin_r')]);
-      if (dt === FLOAT16) {
-        N('Cast', [k('cos_r')], [k('cos')], [intAttr('to', FLOAT16)]);
-        N('Cast', [k('sin_r')], [k('sin')], [intAttr('to', FLOAT16)]);
-      }
+      cosSin(N, k('freq'), k('cos'), k('sin'), k, c('rows'));
     }
     // row ids b·S+s: [B,S] from inputs_embeds' shape ([[0]] for one token)
     const rotPos = packedRope ? '' : decode ? i64c(c('rot_pos_1'), [0], [1, 1]) : k('rot_pos');
@@ -580,7 +591,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
   if (attention === 'gqa') {
     const half = HD / 2;
     const inv1 = Buffer.alloc(half * 4);
-    for (let j = 0; j < half; j++) inv1.writeFloatLE(Math.fround(1 / Math.pow(cfg.ropeTheta, (2 * j) / HD)), j * 4);
+    for (let j = 0; j < half; j++) inv1.writeFloatLE(invFreq(j), j * 4);
     add(c('inv_freq_1'), FLOAT, [half], inv1);
     i64c(c('ax_last'), [-1]);
     M('Shape', ['attention_mask'], ['fused/next/t_1'], [intAttr('start', 1), intAttr('end', 2)]);
@@ -592,12 +603,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     M('Cast', ['fused/next/rope_pos'], ['fused/next/rope_pos_f'], [intAttr('to', FLOAT)]);
     M('Unsqueeze', ['fused/next/rope_pos_f', c('ax_last')], ['fused/next/rope_pos_col']);
     M('Mul', ['fused/next/rope_pos_col', c('inv_freq_1')], ['fused/next/rope_freq']);
-    M('Cos', ['fused/next/rope_freq'], [dt === FLOAT ? 'fused/next/rope_cos' : 'fused/next/rope_cos_f']);
-    M('Sin', ['fused/next/rope_freq'], [dt === FLOAT ? 'fused/next/rope_sin' : 'fused/next/rope_sin_f']);
-    if (dt === FLOAT16) {
-      M('Cast', ['fused/next/rope_cos_f'], ['fused/next/rope_cos'], [intAttr('to', FLOAT16)]);
-      M('Cast', ['fused/next/rope_sin_f'], ['fused/next/rope_sin'], [intAttr('to', FLOAT16)]);
-    }
+    cosSin(M, 'fused/next/rope_freq', 'fused/next/rope_cos', 'fused/next/rope_sin', (x) => `fused/next/rope_${x}`);
     rope = { cos: 'fused/next/rope_cos', sin: 'fused/next/rope_sin' };
   }
 
