@@ -226,9 +226,20 @@ describe('serve-model: media cache', () => {
 describe('serve-model: fair turns across clients', () => {
   let local: LocalEngine;
   let server: OpenAIServer;
+  // The engine holds its first request until the test opens the gate, so every other request is waiting in the
+  // server's queue by then whatever the machine's load (a fixed pause raced a fast engine on a busy CI machine).
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
   beforeAll(async () => {
     local = await LocalEngine.start({ modelDir: TINY_DIR, transport: workerThreadTransportFactory, kvCache: false });
-    server = await startOpenAIServer({ engine: local });
+    const gated = new Proxy(local, {
+      get(target, prop) {
+        if (prop === 'generate') return async (...a: Parameters<LocalEngine['generate']>) => (await gate, target.generate(...a));
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    server = await startOpenAIServer({ engine: gated });
   });
   afterAll(async () => {
     await server?.close();
@@ -243,9 +254,12 @@ describe('serve-model: fair turns across clients', () => {
         order.push(`${who}${i}`);
       });
     const sweep = [0, 1, 2, 3, 4, 5].map((i) => one('sweep', i));
-    // the sweep's first request is on the engine and five more wait when the other client asks
-    await sleep(50);
-    await Promise.all([...sweep, one('me', 0)]);
+    // the sweep's first request is on the (held) engine and five more wait when the other client asks
+    await sleep(100);
+    const me = one('me', 0);
+    await sleep(300);
+    open();
+    await Promise.all([...sweep, me]);
     expect(order.indexOf('me0'), order.join(' ')).toBeLessThanOrEqual(2);
   });
 });
