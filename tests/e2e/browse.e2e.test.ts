@@ -131,6 +131,29 @@ describe('Runs: results, sample table, sample view, compare', () => {
         expect(new Set(shown).size).toBe(shown.length);
         expect(shown[shown.length - 1]! - shown[0]!).toBe(shown.length - 1);
         for (const r of mid) expect(r.y).toBe(`translateY(${r.index * 30}px)`);
+        // The same filter applied again (what a runs-list reload does too): the table keeps its rows and its place
+        // while the new answer comes, instead of collapsing to no rows, which threw the view back to the top.
+        const kept = await page.evaluate(async () => {
+          const body = document.querySelector('[data-testid=sample-table] .st-body')!;
+          const input = document.querySelector<HTMLInputElement>('[data-testid=query-input]')!;
+          const count = () => document.querySelector('[data-testid=row-count]')?.textContent ?? '';
+          let leastHeight = body.scrollHeight;
+          let cleared = false;
+          const obs = new MutationObserver(() => {
+            leastHeight = Math.min(leastHeight, body.scrollHeight);
+            if (!/ ms$/.test(count())) cleared = true;
+          });
+          obs.observe(document.body, { childList: true, subtree: true, characterData: true, attributes: true });
+          input.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+          const t0 = performance.now();
+          while ((!cleared || !/ ms$/.test(count())) && performance.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 10));
+          obs.disconnect();
+          return { cleared, leastHeight, scrollTop: body.scrollTop, count: count() };
+        });
+        expect(kept.cleared, 'the filter ran again').toBe(true);
+        expect(kept.count).toMatch(/^400 samples · \d+ ms$/);
+        expect(kept.leastHeight).toBe(400 * 30);
+        expect(kept.scrollTop).toBe(6000);
       }
     }
     const back = await snapshot();

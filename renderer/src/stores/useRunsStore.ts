@@ -21,6 +21,12 @@ interface RunsState {
   version: number;
   total: number;
   pages: Record<number, SampleRow[]>;
+  /**
+   * The query version `pages` and `total` answer. A refresh keeps the previous answer on screen until the new one's
+   * first page arrives (the table would otherwise collapse to no rows for a moment, and a scrolled table lose its
+   * place); pages of another version are fetched again.
+   */
+  pagesVersion: number;
   problem: { message: string; column?: number } | null;
   lastMs: number | null;
   /** One entry per selected run; with `pool`, a single entry for all of them (`runId` '*'). */
@@ -76,6 +82,7 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
   version: 0,
   total: 0,
   pages: {},
+  pagesVersion: -1,
   problem: null,
   lastMs: null,
   stats: null,
@@ -154,10 +161,10 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
   },
   async refresh() {
     const version = get().version + 1;
-    set({ version, pages: {}, total: 0, problem: null, lastMs: null });
+    set({ version, problem: null, lastMs: null });
     const { selected, query } = get();
     if (!selected.length) {
-      set({ stats: null });
+      set({ stats: null, pages: {}, total: 0, pagesVersion: version });
       return;
     }
     const { runs, pool } = get();
@@ -192,15 +199,16 @@ export const useRunsStore = create<RunsState>()((set, get) => ({
     }
   },
   async ensurePage(page) {
-    const { selected, query, search, sort, version, pages } = get();
-    if (!selected.length || pages[page]) return;
+    const { selected, query, search, sort, version, pages, pagesVersion } = get();
+    if (!selected.length || (pagesVersion === version && pages[page])) return;
     const key = `${version}:${page}`;
     if (inflight.has(key)) return;
     inflight.add(key);
     try {
       const res = await getClient().call('samples:query', { runIds: selected, query, search, sort, offset: page * PAGE_SIZE, limit: PAGE_SIZE });
       if (get().version !== version) return;
-      set((s) => ({ total: res.total, pages: { ...s.pages, [page]: res.rows }, problem: res.problem ?? null, lastMs: res.ms }));
+      // the first page of a new answer replaces the previous answer's pages; later pages join it
+      set((s) => ({ total: res.total, pages: { ...(s.pagesVersion === version ? s.pages : {}), [page]: res.rows }, pagesVersion: version, problem: res.problem ?? null, lastMs: res.ms }));
     } catch (err) {
       if (get().version === version) set({ problem: { message: err instanceof Error ? err.message : String(err) } });
     } finally {
