@@ -1,8 +1,8 @@
 /**
  * Synthetic SFT trajectories for loupe-synth samples, in the Pixel Reasoner dialect: global view → short
  * reasoning → `<tool_call>{"name": "crop_image_normalized", …}</tool_call>` → observation → answer in
- * `\boxed{}`. Variants: a direct answer (easy samples), one good crop, a recovery from a poor first crop,
- * and for video `select_frames` then a crop. Output is Pixel Reasoner's SFT shape
+ * `\boxed{}`. Variants: a direct answer (easy samples), one good crop (`zoom`; for dot counts and left-of a closer
+ * second crop on it, `zoom2`), a recovery from a poor first crop, and for video `select_frames` then a crop. Output is Pixel Reasoner's SFT shape
  * (`{"message_list": [Qwen messages]}`) plus the exact crop geometry, so a trainer can cut the crops.
  */
 import type { Box } from '../contract/trajectory';
@@ -21,7 +21,15 @@ export const PR_SYSTEM_PROMPT = prSystemPrompt('vcot');
 /** The `vcot` guideline Pixel Reasoner appends to the question (it starts with two newlines). */
 export const PR_VCOT = PR_GUIDELINES.vcot;
 
-export type SftKind = 'direct' | 'zoom' | 'recover' | 'frames-zoom';
+export type SftKind = 'direct' | 'zoom' | 'zoom2' | 'recover' | 'frames-zoom';
+
+/**
+ * The kinds whose detail is finer than the model sees in one crop: a dot grid spans one or two of loupe-tiny's merged
+ * tokens in the first crop (the call box is padded by 0.1 of the image), a pair tag's letter less than one. Their
+ * trajectories crop again, on the first crop (`target_image` 2): Pixel Reasoner pads that call by 0.1 of the crop and the
+ * eval zoom resize brings the result to at least 448² px, so the dots and the letter come out about 2.5 times larger.
+ */
+export const CLOSER_KINDS: ReadonlySet<string> = new Set(['box-dots', 'left-of']);
 
 export type QwenPart = { type: 'text'; text: string } | { type: 'image'; image: string } | { type: 'video'; video: string[] };
 export interface QwenMessage {
@@ -35,7 +43,7 @@ export interface SftCrop {
   bbox: Box;
   /** 1-based `target_image`. */
   targetImage: number;
-  /** Which source file is cropped (the sample's image, or a frame file for video). */
+  /** Which source is cropped: the sample's image or a frame file (video), or an earlier crop's placeholder (`crop:<k>`). */
   source: string;
   /** The size the model sees that image at (after the initial resize) — the frame the box refers to. */
   sourceSize: [number, number];
@@ -119,8 +127,33 @@ function readOut(s: SynthSample): string {
       // number, and the answer is the last number it reached.
       return `I count ${Array.from({ length: Number(f.count) }, (_, i) => i + 1).join(', ')}: \\boxed{${s.answer}}`;
     case 'left-of':
-      return `${f.left} is left of ${f.right}: \\boxed{${s.answer}}`;
+      // The left tag's letter, read on the closer crop of that tag, then the option that names it.
+      return `The left tag shows ${f.left}: \\boxed{${s.answer}}`;
   }
+}
+
+/** What the closer crop is drawn around, in the scene's pixels: the green box; for left-of the left tag (scene.ts puts it
+ * at the pair region's left edge, 8.6 font pixels wide; its height anywhere in the region). */
+function closerTarget(s: SynthSample): Box {
+  const t = s.target.px;
+  if (s.category !== 'left-of') return t;
+  return [t[0], t[1], t[0] + 8.6 * Number(s.facts.fontPixel), t[3]];
+}
+
+/** The closer call's words before its box: what it looks at, and where in the first crop. */
+function closerSays(s: SynthSample, norm: Box): string {
+  const what = s.category === 'left-of' ? 'The left tag' : `${s.target.label[0]?.toUpperCase()}${s.target.label.slice(1)}`;
+  return `${what} is ${where(norm)} of this crop. Let me zoom in closer.`;
+}
+
+/** The closer target's box in the crop `prev` (normalized to it), from the scene's pixels. */
+export function closerNorm(s: SynthSample, prev: SftCrop): Box {
+  const sx = prev.sourceSize[0] / s.width;
+  const sy = prev.sourceSize[1] / s.height;
+  const [x0, y0, x1, y1] = prev.cropBox;
+  const t = closerTarget(s);
+  const c = (v: number): number => Math.min(1, Math.max(0, v));
+  return [c((t[0] * sx - x0) / (x1 - x0)), c((t[1] * sy - y0) / (y1 - y0)), c((t[2] * sx - x0) / (x1 - x0)), c((t[3] * sy - y0) / (y1 - y0))];
 }
 
 /** 'are' for the plural target label of left-of ('the yellow tags K and R'), else 'is'. */
@@ -222,24 +255,39 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
     placeholder: `crop:${k}`,
   });
 
-  // One good crop.
+  // The closer crop on crop `prev` (image `prev index + 2`: the question's image is 1), for the kinds that need it:
+  // the turn that asks for it, and the crop.
+  const closer = (prev: SftCrop, k: number): { turn: string; crop: SftCrop } => {
+    const n = closerNorm(s, prev);
+    const bbox = callBox(rng, n, rng.range(0.3, 0.8));
+    const targetImage = Number(prev.placeholder.slice('crop:'.length)) + 2;
+    const crop: SftCrop = { bbox, targetImage, source: prev.placeholder, sourceSize: prev.resized, ...cropPlan(bbox, prev.resized, mode), placeholder: `crop:${k}` };
+    return { turn: `${closerSays(s, n)}\n` + toolCall('crop_image_normalized', { bbox_2d: bbox, target_image: targetImage }), crop };
+  };
+  const twice = CLOSER_KINDS.has(s.category);
+
+  // One good crop (and for the fine kinds a closer one on it).
   const good = mkCrop(callBox(rng, s.target.norm, rng.range(0.3, 0.8)), 0);
-  out.push({
-    qid: s.qid,
-    kind: 'zoom',
-    answer: s.answer,
-    message_list: [
-      sys,
-      first,
-      asst(
-        `${Label} ${is} ${where(s.target.norm)}. Let me zoom in.\n` +
-          toolCall('crop_image_normalized', { bbox_2d: good.bbox, target_image: 1 }),
-      ),
-      cropMsg(good),
-      asst(readOut(s)),
-    ],
-    crops: [good],
-  });
+  const firstCall =
+    asst(`${Label} ${is} ${where(s.target.norm)}. Let me zoom in.\n` + toolCall('crop_image_normalized', { bbox_2d: good.bbox, target_image: 1 }));
+  if (twice) {
+    const c2 = closer(good, 1);
+    out.push({
+      qid: s.qid,
+      kind: 'zoom2',
+      answer: s.answer,
+      message_list: [sys, first, firstCall, cropMsg(good), asst(c2.turn), cropMsg(c2.crop), asst(readOut(s))],
+      crops: [good, c2.crop],
+    });
+  } else {
+    out.push({
+      qid: s.qid,
+      kind: 'zoom',
+      answer: s.answer,
+      message_list: [sys, first, firstCall, cropMsg(good), asst(readOut(s))],
+      crops: [good],
+    });
+  }
 
   // A poor first crop (on a look-alike, or off to the side) that misses the target, then a recovery.
   const misses = (b: Box): boolean => !boxesOverlap(mkCrop(b, 0).cropBox, scaleBox(s.target.px, iw / s.width, ih / s.height));
@@ -263,6 +311,13 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
   }
   const poor = mkCrop(poorBox, 0);
   const fixed = mkCrop(callBox(rng, s.target.norm, rng.range(0.3, 0.8)), 1);
+  const tail: QwenMessage[] = [];
+  const crops = [poor, fixed];
+  if (twice) {
+    const c3 = closer(fixed, 2);
+    tail.push(asst(c3.turn), cropMsg(c3.crop));
+    crops.push(c3.crop);
+  }
   out.push({
     qid: s.qid,
     kind: 'recover',
@@ -277,9 +332,10 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
           toolCall('crop_image_normalized', { bbox_2d: fixed.bbox, target_image: 1 }),
       ),
       cropMsg(fixed),
+      ...tail,
       asst(readOut(s)),
     ],
-    crops: [poor, fixed],
+    crops,
   });
   return out;
 }
@@ -317,7 +373,10 @@ export async function writeTrajectoryCrops(benchDir: string, t: SftTrajectory, o
   const written: Record<string, string> = {};
   for (const [k, c] of t.crops.entries()) {
     const file = join(outDir, `${t.qid}.${t.kind}.crop${k}.jpg`);
-    await raster.writeCrop(join(benchDir, c.source), c, file);
+    // A closer crop is cut from the earlier crop's file (written above, at the size the model saw it).
+    const from = c.source.startsWith('crop:') ? written[c.source] : join(benchDir, c.source);
+    if (from === undefined) throw new Error(`writeTrajectoryCrops: ${t.qid}/${t.kind}: crop ${k} is cut from ${c.source}, which comes later`);
+    await raster.writeCrop(from, c, file);
     written[c.placeholder] = file;
   }
   return written;

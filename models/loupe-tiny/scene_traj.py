@@ -57,8 +57,37 @@ def read_out(s):
     if s["category"] == "box-dots":
         return f"I count {', '.join(str(k) for k in range(1, int(f['count']) + 1))}: \\boxed{{{s['answer']}}}"
     if s["category"] == "left-of":
-        return f"{f['left']} is left of {f['right']}: \\boxed{{{s['answer']}}}"
+        return f"The left tag shows {f['left']}: \\boxed{{{s['answer']}}}"
     return f"The tag shows {f['letter']}: \\boxed{{{s['answer']}}}"
+
+
+# trajectories.ts CLOSER_KINDS: after the first crop, a closer one on it (target_image 2), the detail about 2.5x larger
+CLOSER_KINDS = ("box-dots", "left-of")
+
+
+def closer_target(s):
+    """trajectories.ts closerTarget: the green box; for left-of the left tag (the pair region's left edge, 8.6 font pixels
+    wide, the region's height), in the scene's pixels."""
+    x1, y1, x2, y2 = s["target"]["px"]
+    if s["category"] != "left-of":
+        return [x1, y1, x2, y2]
+    return [x1, y1, x1 + 8.6 * float(s["facts"]["fontPixel"]), y2]
+
+
+def closer_norm(s, crop_box, size, box=None):
+    """trajectories.ts closerNorm: the closer target (or `box`, scene pixels) normalized to the crop `crop_box` of the
+    initially resized image of `size` [w, h], clamped to [0, 1]."""
+    sx, sy = size[0] / s["width"], size[1] / s["height"]
+    x0, y0, x1, y1 = crop_box
+    t = box or closer_target(s)
+    c = lambda v: min(1.0, max(0.0, v))  # noqa: E731
+    return [c((t[0] * sx - x0) / (x1 - x0)), c((t[1] * sy - y0) / (y1 - y0)), c((t[2] * sx - x0) / (x1 - x0)), c((t[3] * sy - y0) / (y1 - y0))]
+
+
+def closer_turn(s, norm, bbox, image):
+    """trajectories.ts's closer turn: what it looks at, where in the crop, and the crop call on that crop (image N)."""
+    what = "The left tag" if s["category"] == "left-of" else s["target"]["label"][0].upper() + s["target"]["label"][1:]
+    return f"{what} is {T.where((norm[0] + norm[2]) / 2, (norm[1] + norm[3]) / 2)} of this crop. Let me zoom in closer.\n" + T.crop_call(bbox, image)
 
 
 def verb(s):
@@ -261,6 +290,69 @@ def build(sc, bbox, enc, tok, max_pixels):
     return rec, {kg: g, kc: c}
 
 
+def build2(sc, bbox, bbox2, enc, tok, max_pixels, rng=None):
+    """One zoom2 trajectory of scene `sc` (CLOSER_KINDS): the crop call `bbox` on image 1, then the closer call on that
+    crop (image 2) with `bbox2`, or with rng a new call box around the closer target (PR.call_box), then the reading turn
+    -> (record, {key: uint8 image}) as build gives them, or None where a tool refuses a box. The record's frame_target is
+    the closer target's box in the first crop (normalized; for left-of the left tag's own height, read off the image),
+    the target of train.py's crop-turn pointer (--video-pointer) for the closer call; its glyph pointers are on the
+    closer crop."""
+    s = sc["sample"]
+    got = PR.tool_crop(sc, bbox)
+    if got is None:
+        return None
+    plan, crop = got
+    n2 = closer_norm(s, plan["cropBox"], sc["size"])
+    if bbox2 is None:
+        bbox2 = PR.call_box(rng, n2)
+    tr2, plan2 = E.plan_turn("crop_image_normalized", {"bbox_2d": list(bbox2), "target_image": 2},
+                             E.Sizes(False, [sc["size"]], prior=[list(plan["resizedSize"])]), "eval")
+    if plan2["kind"] != "crop" or tr2["exceedsMaxImages"]:
+        return None
+    crop2 = E.pil_resize(crop.crop(tuple(plan2["cropBox"])), *plan2["resizedSize"])
+    c1 = torch.from_numpy(np.array(E.engine_resize(crop, max_pixels)))
+    c2 = torch.from_numpy(np.array(E.engine_resize(crop2, max_pixels)))
+    g = sc["global"]
+    grid = lambda im: [1, im.shape[0] // 14, im.shape[1] // 14]  # noqa: E731
+    g0, g1, g2 = grid(g), grid(c1), grid(c2)
+    t1, t2, t3 = first_turn(s, bbox), closer_turn(s, n2, bbox2, 2), read_out(s)
+    ids = enc.encode(E.render_first_turn(E.synth_question(s), 1, "vcot"), [g0[1] * g0[2] // 4])
+    a0 = len(ids)
+    ids += tok.encode(t1)
+    e0 = len(ids) + 1
+    ids += enc.encode(E.render_observation_turn(E.crop_observation(*plan["resizedSize"]), 1), [g1[1] * g1[2] // 4])
+    a1 = len(ids)
+    ids += tok.encode(t2)
+    e1 = len(ids) + 1
+    ids += enc.encode(E.render_observation_turn(tr2["observation"], 1), [g2[1] * g2[2] // 4])
+    a2 = len(ids)
+    ids += tok.encode(t3) + [enc.im_end]
+    # the closer crop in the initially resized image's pixels (the first crop's box scaled from its resized size)
+    x0, y0, x1, y1 = plan["cropBox"]
+    kx, ky = (x1 - x0) / plan["resizedSize"][0], (y1 - y0) / plan["resizedSize"][1]
+    b2 = plan2["cropBox"]
+    box2 = (x0 + b2[0] * kx, y0 + b2[1] * ky, x0 + b2[2] * kx, y0 + b2[3] * ky)
+    target = n2
+    if s["category"] == "left-of" and (tags := pair_tags(sc)):
+        _, cx, cy, w, h = tags[0]
+        p = float(s["facts"]["fontPixel"])
+        target = closer_norm(s, plan["cropBox"], sc["size"], [cx - 4.3 * p, cy - 5 * p, cx + 4.3 * p, cy + 5 * p])
+    # the closer target's centre in the closer crop (normalized), and what the reading head reads there (train.py)
+    tx1, ty1, tx2, ty2 = closer_target(s)
+    if s["category"] == "left-of" and (tags := pair_tags(sc)):
+        tx1, ty1, tx2, ty2 = tags[0][1] - 1, tags[0][2] - 1, tags[0][1] + 1, tags[0][2] + 1
+    sx, sy = sc["size"][0] / s["width"], sc["size"][1] / s["height"]
+    ctgt = [((tx1 + tx2) / 2 * sx - box2[0]) / (box2[2] - box2[0]), ((ty1 + ty2) / 2 * sy - box2[1]) / (box2[3] - box2[1])]
+    reads = str(s["facts"]["left"]) if s["category"] == "left-of" else str(s["answer"])
+    n = next(_DRAW)
+    kg, k1, k2 = f"scene:{s['qid']}:g", f"scene:{s['qid']}:c{n}", f"scene:{s['qid']}:d{n}"
+    rec = {"qid": s["qid"], "kind": "zoom2", "category": s["category"], "answer": s["answer"], "ids": ids,
+           "spans": [[a0, e0], [a1, e1], [a2, len(ids)]], "images": [{"key": kg, "grid": g0}, {"key": k1, "grid": g1}, {"key": k2, "grid": g2}],
+           "fresh": True, "frame_target": target, "closer_target": ctgt, "closer_reads": reads,
+           "glyphs": glyph_pointers(s, t3, a2, tok, box2, sc["size"], sc)}
+    return rec, {kg: g, k1: c1, k2: c2}
+
+
 SEG_ASPECT, SEG_GAP = 0.56, 0.24  # app/synth/glyphs.ts: a seven-segment digit is 0.56 h wide, digits 0.8 h apart
 
 
@@ -380,10 +472,13 @@ def glyph_pointers(s, text, at, tok, crop_box, size, sc=None):
             out += [(at + t, *norm(nx, ny, nd, nd), 1) for nx, ny, nd in later]
         return out
     if s["category"] == "left-of":
+        # "The left tag shows K": the letter looks at the left tag's letter (in the closer crop, the tag in its middle)
         got = pair_tags(sc) if sc is not None else None
-        if not got or not text.startswith(f"{got[0][0]} is left of {got[1][0]}"):
+        head = "The left tag shows "
+        if not got or not text.startswith(head + got[0][0]):
             return []
-        return [(at + tok_at(pos) - 1, *norm(cx, cy, w, h), 0) for pos, (_, cx, cy, w, h) in zip((0, len(f"{got[0][0]} is left of ")), got)]
+        _, cx, cy, w, h = got[0]
+        return [(at + tok_at(len(head)) - 1, *norm(cx, cy, w, h), 0)]
     boxes = glyph_boxes(s)
     m = re.match(r"The (?:ring|tag) shows ", text)
     if not boxes or not m:
@@ -409,6 +504,8 @@ def draw(sc, rng, enc, tok, max_pixels):
         if sc.get("video"):
             picks = frame_picks(rng, sc["sample"])
             got = build_video(sc, picks, PR.call_box(rng, sc["norm"]), enc, tok, max_pixels)
+        elif sc["sample"]["category"] in CLOSER_KINDS:
+            got = build2(sc, PR.call_box(rng, sc["norm"]), None, enc, tok, max_pixels, rng)
         else:
             got = build(sc, PR.call_box(rng, sc["norm"]), enc, tok, max_pixels)
         if got is not None:
@@ -422,9 +519,9 @@ PICKS = re.compile(r'"target_frames": \[([^\]]*)\]')
 def check_manifest(prep, scene_dir, tok_dir, max_pixels):
     tok, enc = encoder(tok_dir, max_pixels)
     scenes = {sc["qid"]: sc for sc in load_scenes([scene_dir], max_pixels)}
-    n = {"zoom": 0, "frames-zoom": 0}
-    same = {"zoom": 0, "frames-zoom": 0}
-    px = {"zoom": [], "frames-zoom": []}
+    n = {"zoom": 0, "zoom2": 0, "frames-zoom": 0}
+    same = {"zoom": 0, "zoom2": 0, "frames-zoom": 0}
+    px = {"zoom": [], "zoom2": [], "frames-zoom": []}
     first_bad = None
     for line in open(os.path.join(prep, "manifest.jsonl")):
         if not line.strip():
@@ -434,12 +531,17 @@ def check_manifest(prep, scene_dir, tok_dir, max_pixels):
         kind = r["kind"]
         if kind not in n or sc is None or bool(sc.get("video")) != (kind == "frames-zoom"):
             continue
-        if kind == "zoom" and sc["sample"].get("needsZoom") is False:
+        if kind in ("zoom", "zoom2") and sc["sample"].get("needsZoom") is False:
             continue
         got = None
         if kind == "zoom":
             m = T.BOX.search(tok.decode(r["ids"][r["spans"][0][0]:r["spans"][0][1]]))
             got = build(sc, [float(v) for v in m.group(1).split(",")], enc, tok, max_pixels) if m else None
+        elif kind == "zoom2" and len(r["spans"]) >= 3:
+            m = T.BOX.search(tok.decode(r["ids"][r["spans"][0][0]:r["spans"][0][1]]))
+            m2 = T.BOX.search(tok.decode(r["ids"][r["spans"][1][0]:r["spans"][1][1]]))
+            if m and m2:
+                got = build2(sc, [float(v) for v in m.group(1).split(",")], [float(v) for v in m2.group(1).split(",")], enc, tok, max_pixels)
         elif len(r["spans"]) >= 2:
             p = PICKS.search(tok.decode(r["ids"][r["spans"][0][0]:r["spans"][0][1]]))
             m = T.BOX.search(tok.decode(r["ids"][r["spans"][1][0]:r["spans"][1][1]]))
@@ -460,6 +562,7 @@ def check_manifest(prep, scene_dir, tok_dir, max_pixels):
                     px[kind].append(float(np.abs(a - b).mean()))
     mean = lambda v: round(float(np.mean(v)), 3) if v else None  # noqa: E731
     rep = {"zoom_trajectories": n["zoom"], "ids_identical": same["zoom"], "mean_abs_pixel_diff": mean(px["zoom"]),
+           "zoom2_trajectories": n["zoom2"], "zoom2_identical": same["zoom2"], "zoom2_mean_abs_pixel_diff": mean(px["zoom2"]),
            "frames_zoom_trajectories": n["frames-zoom"], "frames_zoom_identical": same["frames-zoom"], "frames_zoom_mean_abs_pixel_diff": mean(px["frames-zoom"]),
            "first_difference": first_bad}
     print(json.dumps(rep))
@@ -489,9 +592,16 @@ def check_glyphs(scene_dir, tok_dir, max_pixels, draws=4):
             crop = pix[r["images"][-1]["key"]].numpy().astype(float).mean(-1)  # grey, [H*14, W*14]
             H, W = r["images"][-1]["grid"][1] // 2, r["images"][-1]["grid"][2] // 2
             glyphs = [g for g in r["glyphs"] if g[5] == 0]
-            after = [g for g in r["glyphs"] if g[5] == 1]
+            after = [g for g in r["glyphs"] if g[5] == 1] if r["category"] == "ring-digits" else []
+            # what each glyph's token says: the answer's characters; a count's numbers 1..n; left-of's left letter
+            f = sc["sample"].get("facts", {})
+            says = ([str(k + 1) for k in range(int(r["answer"]))] if r["category"] == "box-dots"
+                    else [str(f.get("left"))] if r["category"] == "left-of" else list(str(r["answer"])))
             xs = [g[1] for g in glyphs]
-            ok_order += int(xs == sorted(xs) and len(glyphs) == len(str(r["answer"])))
+            in_order = len(glyphs) == len(says) and (xs == sorted(xs) or r["category"] == "box-dots")  # dots: rows, each left to right
+            ok_order += int(in_order)
+            if not in_order and len(bad) < 5:
+                bad.append({"qid": r["qid"], "kind": r["kind"], "glyphs": len(glyphs), "says": says})
             # kind 1: the query is the digit's own token; the next token says ',' (another digit) or ':' (the last)
             for j, g in enumerate(after):
                 n_after += 1
@@ -500,7 +610,8 @@ def check_glyphs(scene_dir, tok_dir, max_pixels, draws=4):
             for (q, cx, cy, w, h, _), (_, keys) in zip(glyphs, T.glyph_keys(glyphs, H, W)):
                 n += 1
                 nxt = tok.decode([r["ids"][q + 1]]).strip()
-                ch = str(r["answer"])[len([g for g in glyphs if g[0] < q])]
+                j = len([g for g in glyphs if g[0] < q])
+                ch = says[j] if j < len(says) else "?"
                 ok_query += int(nxt.startswith(ch))
                 # ink: the glyph box's pixels farthest from its border's median, inside the pointed tokens' union
                 Hp, Wp = crop.shape

@@ -214,11 +214,13 @@ def annotate(recs, tk):
     n = 0
     for r in recs:
         r["tgt"], r["box_at"], r["ctgt"], r["glyph"] = None, None, None, None
-        r["vtgt"], r["vbox_at"], r["vimg"] = None, None, None
+        r["vtgt"], r["vbox_at"], r["vimg"], r["cimg"] = None, None, None, None
         if r["kind"] == "frames-zoom":
             annotate_video(r, tk)
             continue
-        if not (r["kind"] == "zoom" or r["kind"].startswith("zoom-first")) or not r["images"] or r["images"][0]["grid"][0] != 1:
+        if r["kind"] == "zoom2":
+            annotate_closer(r, tk)
+        if not (r["kind"] in ("zoom", "zoom2") or r["kind"].startswith("zoom-first")) or not r["images"] or r["images"][0]["grid"][0] != 1:
             continue
         s0, e0 = r["spans"][0]
         m = BOX.search(tk.decode(r["ids"][s0:e0], skip_special_tokens=False))
@@ -226,7 +228,8 @@ def annotate(recs, tk):
             continue
         x1, y1, x2, y2 = [float(v) for v in m.group(1).split(",")]
         r["tgt"] = ((x1 + x2) / 2, (y1 + y2) / 2)
-        r["ctgt"], r["glyph"] = crop_target(r, (x1, y1, x2, y2))
+        if r["kind"] != "zoom2":  # zoom2: annotate_closer's, on the closer crop
+            r["ctgt"], r["glyph"] = crop_target(r, (x1, y1, x2, y2))
         r["box_at"] = box_span(r, tk, s0, e0)
         n += 1
     return n
@@ -256,6 +259,32 @@ def annotate_video(r, tk):
     except ValueError:
         return
     r["vimg"], r["vtgt"], r["vbox_at"] = j, ((x1 + x2) / 2, (y1 + y2) / 2), box_span(r, tk, s1, e1)
+
+
+def annotate_closer(r, tk):
+    """A zoom2 trajectory (scene_traj.build2, trajectories.ts CLOSER_KINDS: global view, a crop, a closer crop on it, the
+    reading turn): the closer call is a crop call on an image the model has seen, as a video's crop call on a picked
+    frame, so --video-pointer's fields point it there: r["vimg"] = 1 (the first crop), r["vtgt"] (the closer target's
+    centre in it: from r["frame_target"] for fresh draws, else the centre of the call box, drawn around the true target)
+    and r["vbox_at"] (the call's box numbers)."""
+    if len(r.get("spans", [])) < 3 or len(r.get("images", [])) < 3 or r["images"][1]["grid"][0] != 1:
+        return
+    s1, e1 = r["spans"][1]
+    t2 = tk.decode(r["ids"][s1:e1], skip_special_tokens=False)
+    m, ti = BOX.search(t2), TARGET_IMAGE.search(t2)
+    if not (m and ti and int(ti.group(1)) == 2):
+        return
+    try:
+        x1, y1, x2, y2 = r.get("frame_target") or [float(v) for v in m.group(1).split(",")]
+    except ValueError:
+        return
+    r["vimg"], r["vtgt"], r["vbox_at"] = 1, ((x1 + x2) / 2, (y1 + y2) / 2), box_span(r, tk, s1, e1)
+    # fresh draws also carry the closer target's centre in the closer crop and what it shows (the count, the left tag's
+    # letter): the reading head and the reading-turn pointer (--aux-glyph, --aux-attn2) on the closer crop, image 2
+    ct, reads = r.get("closer_target"), str(r.get("closer_reads", "")).upper()
+    if ct and 0 < len(reads) <= GLYPH_SLOTS and all(c in GLYPHS for c in reads):
+        r["ctgt"], r["cimg"] = (min(1.0, max(0.0, ct[0])), min(1.0, max(0.0, ct[1]))), 2
+        r["glyph"] = [GLYPHS.index(c) for c in reads] + [len(GLYPHS)] * (GLYPH_SLOTS - len(reads))
 
 
 GLYPHS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # + "none" at index len(GLYPHS)
@@ -388,9 +417,9 @@ def first_turns(recs, keep_full):
     for j, r in enumerate(recs):
         if keep_full and j % keep_full == 0:
             out.append(r)
-        if r["kind"] == "zoom" or r["kind"].startswith("zoom-first"):
+        if r["kind"] in ("zoom", "zoom2") or r["kind"].startswith("zoom-first"):
             s0, e0 = r["spans"][0]
-            out.append({**r, "ids": r["ids"][:e0], "spans": [[s0, e0]], "images": r["images"][:1], "kind": "zoom-first" if r["kind"] == "zoom" else r["kind"]})
+            out.append({**r, "ids": r["ids"][:e0], "spans": [[s0, e0]], "images": r["images"][:1], "kind": "zoom-first" if r["kind"] in ("zoom", "zoom2") else r["kind"]})
     return out
 
 
@@ -446,7 +475,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
                     cx, cy = r["tgt"]
                     tgt_rows.append((off, ntok, int(min(H - 1, cy * H)) * W + int(min(W - 1, cx * W)), CATS.get(r.get("category"), 0)))
                 pos_rows.append((i, H, W))
-            if j == 1 and t == 1 and model is not None and r.get("ctgt"):
+            if j == (r.get("cimg") or 1) and t == 1 and model is not None and r.get("ctgt"):
                 H, W = h // merge, w // merge
                 cx, cy = r["ctgt"]
                 row, col = int(min(H - 1, cy * H)), int(min(W - 1, cx * W))
@@ -483,7 +512,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             cx, cy = r["ctgt"]
             row, col = int(min(H - 1, cy * H)), int(min(W - 1, cx * W))
             T = sorted({int(at[k]) for k in neighbourhood(row, col, H, W)})
-            s1, e1 = r["spans"][1]
+            s1, e1 = r["spans"][-1]  # the reading turn (zoom: the second; zoom2: the third)
             attn2_rows.append((i, list(range(s1 - 1, e1 - 1)), T))
         if r.get("glyphs") and image_token_id is not None and len(r["images"]) >= 2:  # each glyph's query looks at that glyph
             at, H, W = crop_token_positions(ids[i], r, merge, image_token_id)
@@ -808,7 +837,7 @@ def main():
     log(f"train {len(train)} trajectories ({len(qids) - len(val_q)} scenes), val {len(val)} ({len(val_q)} scenes)")
     tk = load_hf_style(tok_dir)
     if a.aug_flips:
-        train = train + flip_first_turns([r for r in train if r["kind"] == "zoom"], pix, tk)
+        train = train + flip_first_turns([r for r in train if r["kind"] in ("zoom", "zoom2")], pix, tk)
         log(f"train with mirrored first turns: {len(train)}")
     pad = json.load(open(os.path.join(tok_dir, "config.json")))["text_config"].get("pad_token_id", 0) or 0
     if a.first_turns:
@@ -817,7 +846,8 @@ def main():
     n_ann = annotate(train, tk) + annotate(val, tk)
     log(f"zoom trajectories with a target box: {n_ann} (train + val)")
     if a.video_pointer > 0:
-        log(f"frames-zoom trajectories with a crop-turn target (--video-pointer): {sum(1 for r in train + val if r.get('vtgt'))} (train + val)")
+        log(f"frames-zoom trajectories with a crop-turn target (--video-pointer): {sum(1 for r in train + val if r.get('vtgt') and r['kind'] == 'frames-zoom')} (train + val)")
+        log(f"zoom2 trajectories with a closer-call target (--video-pointer): {sum(1 for r in train + val if r.get('vtgt') and r['kind'] == 'zoom2')} (train + val)")
     heads = AuxHeads(model.model.visual.merger.mlp[2].out_features, model.tc["hidden"]).to(dev)
     aux_init = os.path.join(a.init, "aux_heads.safetensors") if a.init else None
     if aux_init and os.path.exists(aux_init):  # a run resumed from one that trained the heads: keep them

@@ -29,17 +29,25 @@ const TOK = 'models/tiny-random-qwen25vl';
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-scene-traj-'));
 const SYNTH = path.join(tmp, 'synth');
 const PREP = path.join(tmp, 'prep');
+// the two kinds that crop twice (trajectories.ts CLOSER_KINDS): dot counts and left-of
+const SYNTH2 = path.join(tmp, 'synth2');
+const PREP2 = path.join(tmp, 'prep2');
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 beforeAll(async () => {
   await generateSynth({ seed: 23, n: 6, video: 2, kinds: ['ring-digits', 'tag-letter'] }, SYNTH, sharpSynthRaster);
   await prepareData({ dirs: [SYNTH], outDir: PREP, tokDir: path.join(ROOT, TOK), notoolFraction: 0, log: () => undefined });
-}, 240_000);
+  await generateSynth({ seed: 7, n: 8, kinds: ['box-dots', 'left-of'] }, SYNTH2, sharpSynthRaster);
+  await prepareData({ dirs: [SYNTH2], outDir: PREP2, tokDir: path.join(ROOT, TOK), notoolFraction: 0, log: () => undefined });
+}, 360_000);
 
 interface Report {
   zoom_trajectories: number;
   ids_identical: number;
   mean_abs_pixel_diff: number | null;
+  zoom2_trajectories: number;
+  zoom2_identical: number;
+  zoom2_mean_abs_pixel_diff: number | null;
   frames_zoom_trajectories: number;
   frames_zoom_identical: number;
   frames_zoom_mean_abs_pixel_diff: number | null;
@@ -54,12 +62,12 @@ interface Rec {
 }
 
 /** train.py from the tiny model for 2 CPU steps of 4 on the prepared data, half of each batch drawn fresh from SYNTH. */
-function trainTwoSteps(out: string, extra: string[]): SpawnSyncReturns<string> {
+function trainTwoSteps(out: string, extra: string[], prep = PREP, synth = SYNTH): SpawnSyncReturns<string> {
   const python = requirePython(['torch', 'numpy', 'PIL']);
   return spawnSync(
     python,
     [
-      'models/loupe-tiny/train.py', '--data', PREP, '--scenes', SYNTH, '--scene-frac', '0.5', '--scene-workers', '2',
+      'models/loupe-tiny/train.py', '--data', prep, '--scenes', synth, '--scene-frac', '0.5', '--scene-workers', '2',
       '--fresh-from', TOK, '--tok', TOK, '--device', 'cpu', '--max-steps', '2', '--bs', '4', '--export', 'none',
       '--crop-eval', '1', '--read-eval', '1', '--log-every', '1', '--out', out, ...extra,
     ],
@@ -67,8 +75,8 @@ function trainTwoSteps(out: string, extra: string[]): SpawnSyncReturns<string> {
   );
 }
 
-function check(python: string, prep: string): { status: number | null; rep: Report; log: string } {
-  const r = spawnSync(python, ['models/loupe-tiny/scene_traj.py', '--check-manifest', prep, '--scenes', SYNTH, '--tok', TOK], {
+function check(python: string, prep: string, synth = SYNTH): { status: number | null; rep: Report; log: string } {
+  const r = spawnSync(python, ['models/loupe-tiny/scene_traj.py', '--check-manifest', prep, '--scenes', synth, '--tok', TOK], {
     cwd: ROOT,
     encoding: 'utf8',
     env: { ...process.env, OMP_NUM_THREADS: '1' },
@@ -122,6 +130,53 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     expect(t.rep.frames_zoom_trajectories).toBe(rep.frames_zoom_trajectories);
     expect(t.rep.frames_zoom_identical).toBe(rep.frames_zoom_trajectories - 1);
     expect(t.rep.first_difference).toContain(`${rec.qid}: first difference at token ${at} `);
+  }, 120_000);
+
+  it("dot counts and left-of crop twice: prepare.ts's zoom2 trajectories rebuilt token for token (left-of with its options), a tampered closer call caught", () => {
+    const python = requirePython(['torch', 'numpy', 'PIL']);
+    const { status, rep, log } = check(python, PREP2, SYNTH2);
+    // seed 7's 8 samples: 6 need a zoom (2 are easy: a direct answer), each a zoom2 trajectory
+    expect(rep.zoom2_trajectories, log).toBe(6);
+    expect(rep.zoom2_identical, JSON.stringify(rep)).toBe(6);
+    expect(rep.zoom_trajectories).toBe(0);
+    expect(rep.zoom2_mean_abs_pixel_diff!, log).toBeLessThan(3);
+    expect(status, log).toBe(0);
+    const lines = readFileSync(path.join(PREP2, 'manifest.jsonl'), 'utf8').split('\n').filter(Boolean);
+    const recs = lines.map((l) => JSON.parse(l) as Rec);
+    const i = recs.findIndex((r) => r.kind === 'zoom2');
+    const rec = recs[i]!;
+    expect(rec.spans).toHaveLength(3);
+    // one token of the closer call's box changed: that trajectory, and only it, no longer matches
+    const at = rec.spans[1]![1]! - 12;
+    rec.ids[at] = rec.ids[at]! + 1;
+    lines[i] = JSON.stringify(rec);
+    const bad = path.join(tmp, 'prep2-tampered');
+    cpSync(PREP2, bad, { recursive: true });
+    writeFileSync(path.join(bad, 'manifest.jsonl'), lines.join('\n') + '\n');
+    const t = check(python, bad, SYNTH2);
+    expect(t.status, t.log).toBe(1);
+    expect(t.rep.zoom2_identical).toBe(5);
+  }, 120_000);
+
+  it("zoom2's glyph pointers sit on the closer crop's ink: every dot of a count, the left tag's letter", () => {
+    const python = requirePython(['torch', 'numpy', 'PIL']);
+    const r = spawnSync(python, ['models/loupe-tiny/scene_traj.py', '--check-glyphs', '--scenes', SYNTH2, '--tok', TOK], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, OMP_NUM_THREADS: '1' },
+    });
+    const log = `${r.stdout}\n${r.stderr}`;
+    const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
+    expect(line, log.slice(-3000)).toBeDefined();
+    const rep = JSON.parse(line!) as { trajectories: Record<string, number>; glyphs: number; query_before_glyph: number; ink_under_pointer: number; trajectories_in_order: number };
+    // 4 draws of each of the 8 scenes (easy ones too: a crop is still a right way to answer them)
+    expect(rep.trajectories, log).toEqual({ zoom2: 32 });
+    // a count of n has n glyphs, a left-of one: far more than one per trajectory
+    expect(rep.glyphs, log).toBeGreaterThan(32);
+    expect(rep.query_before_glyph).toBe(rep.glyphs);
+    expect(rep.ink_under_pointer, log).toBe(rep.glyphs);
+    expect(rep.trajectories_in_order).toBe(32);
+    expect(r.status, log).toBe(0);
   }, 120_000);
 
   it("the glyph pointer's targets: each glyph's query precedes its token and the pointed crop tokens hold its ink", () => {
@@ -212,6 +267,32 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     for (const c of metrics.curve) {
       expect(Number.isFinite(c.aux_vattn), JSON.stringify(c)).toBe(true);
       expect(c.aux_vattn!).toBeGreaterThan(0);
+    }
+  }, 300_000);
+
+  it("train.py on zoom2: the closer call's pointer and the reading turn's, on the closer crop, with losses of a pointer that can see its target", () => {
+    const out = path.join(tmp, 'run-zoom2');
+    const r = trainTwoSteps(
+      out,
+      ['--video-pointer', '1', '--aux-attn-layer', '1', '--aux-read', '1', '--aux-target', '1', '--aux-attn', '1', '--aux-attn2', '1', '--aux-glyph', '1', '--aux-digit', '1', '--aux-digit-layer', '1'],
+      PREP2,
+      SYNTH2,
+    );
+    const log = `${r.stdout}\n${r.stderr}`;
+    expect(r.status, log.slice(-6000)).toBe(0);
+    // every prepared zoom2 trajectory (train + val) gets a closer-call target; none is a video
+    expect(r.stdout).toMatch(/^zoom2 trajectories with a closer-call target \(--video-pointer\): 6 \(train \+ val\)$/m);
+    expect(r.stdout).toMatch(/^fresh trajectories drawn: 4 zoom2$/m);
+    for (const step of [1, 2]) {
+      const line = r.stdout.split('\n').find((l) => l.startsWith(`step:${step} - train/loss:`));
+      expect(line, log.slice(-6000)).toBeDefined();
+      // a pointer whose queries come before its keys (the reading turn's span taken for the closer call's) reads
+      // -log(0): about 1e4. Uniform attention over this sequence is about log(1100) = 7.
+      for (const k of ['vattn', 'attn2', 'glyph', 'digit']) {
+        const m = new RegExp(` - train/aux_${k}:(\\S+)`).exec(line!);
+        expect(m, `${k} in ${line}`).not.toBeNull();
+        expect(Number(m![1]), `${k}: ${m![1]}`).toBeLessThan(12);
+      }
     }
   }, 300_000);
 });

@@ -13,7 +13,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CLOSER_KINDS,
   PR_SYSTEM_PROMPT,
+  closerNorm,
   cropContainsTarget,
   generateSynth,
   imageSampleRecord,
@@ -107,10 +109,11 @@ describe('loupe-synth SFT trajectories', () => {
   it('gives direct answers for easy samples and zoom + recovery for the rest', () => {
     const kinds = records.filter((s) => !s.isVideo).map((s) => synthTrajectories(s).map((t) => t.kind).join('+'));
     for (const [i, s] of records.filter((x) => !x.isVideo).entries()) {
-      expect(kinds[i]).toBe(s.needsZoom ? 'zoom+recover' : 'direct');
+      expect(kinds[i]).toBe(!s.needsZoom ? 'direct' : CLOSER_KINDS.has(s.category) ? 'zoom2+recover' : 'zoom+recover');
     }
     expect(kinds).toContain('direct');
     expect(kinds).toContain('zoom+recover');
+    expect(kinds).toContain('zoom2+recover');
     const v = records.find((s) => s.isVideo) as SynthSample;
     expect(synthTrajectories(v).map((t) => t.kind)).toEqual(['frames-zoom']);
   });
@@ -127,10 +130,24 @@ describe('loupe-synth SFT trajectories', () => {
   it('good crops contain the target; the poor first crop of a recovery misses it', () => {
     for (const s of records) {
       for (const t of synthTrajectories(s)) {
-        if (t.kind === 'zoom' || t.kind === 'frames-zoom') expect(cropContainsTarget(s, t.crops[0]!)).toBe(true);
+        if (t.kind === 'zoom' || t.kind === 'zoom2' || t.kind === 'frames-zoom') expect(cropContainsTarget(s, t.crops[0]!)).toBe(true);
         if (t.kind === 'recover') {
           expect(cropContainsTarget(s, t.crops[0]!)).toBe(false);
           expect(cropContainsTarget(s, t.crops[1]!)).toBe(true);
+        }
+        // the closer crop is cut from the crop before it and holds the closer target (the green box, the left tag) whole
+        if (CLOSER_KINDS.has(s.category) && s.needsZoom) {
+          const prev = t.crops.at(-2)!;
+          const c = t.crops.at(-1)!;
+          expect(c.source).toBe(prev.placeholder);
+          expect(c.sourceSize).toEqual(prev.resized);
+          const n = closerNorm(s, prev);
+          const [w, h] = prev.resized;
+          expect(c.cropBox[0] <= n[0] * w && c.cropBox[1] <= n[1] * h && c.cropBox[2] >= n[2] * w && c.cropBox[3] >= n[3] * h, `${s.qid}/${t.kind}`).toBe(true);
+          // and it magnifies: the model sees every image at the same pixel budget (loupe-tiny: 128 merged tokens; the eval
+          // zoom resize brings both crops above it), so the target grows by the inverse of the share of the crop cut
+          const share = Math.sqrt(((c.cropBox[2] - c.cropBox[0]) * (c.cropBox[3] - c.cropBox[1])) / (w * h));
+          expect(1 / share, `${s.qid}/${t.kind}`).toBeGreaterThan(1.8);
         }
         for (const c of t.crops) for (const v of c.bbox) expect(v >= 0 && v < 1).toBe(true);
       }
@@ -163,13 +180,13 @@ describe('loupe-synth SFT trajectories', () => {
         'ring-digits': `The ring shows ${[...String(f.digits)].join(', ')}: \\boxed{${s.answer}}`,
         'tag-letter': `The tag shows ${f.letter}: \\boxed{${s.answer}}`,
         'box-dots': `I count ${Array.from({ length: Number(f.count) }, (_, i) => i + 1).join(', ')}: \\boxed{${s.answer}}`,
-        'left-of': `${f.left} is left of ${f.right}: \\boxed{${s.answer}}`,
+        'left-of': `The left tag shows ${f.left}: \\boxed{${s.answer}}`,
       }[s.category];
       for (const t of synthTrajectories(s)) {
         seen.add(`${s.category}/${t.kind}`);
         const turns = t.message_list.filter((m) => m.role === 'assistant').map((m) => textOf(m));
         expect(turns.at(-1)).toBe(t.kind === 'direct' ? `${label} ${is} large enough to read. ${reading}` : reading);
-        if (t.kind === 'zoom') {
+        if (t.kind === 'zoom' || t.kind === 'zoom2') {
           const m = FIRST_TURN!.exec(turns[0]!);
           expect(m, turns[0]).toBeTruthy();
           expect(m![1]).toBe(label);
@@ -179,6 +196,12 @@ describe('loupe-synth SFT trajectories', () => {
         if (t.kind === 'recover') {
           expect(turns[0]!.startsWith('Let me zoom in on the region that looks right.\n<tool_call>\n')).toBe(true);
           expect(turns[1]).toMatch(new RegExp(`^This crop (shows .+, not|does not contain) .+\\. ${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} ${is} .+\\. Let me crop there\\.\n<tool_call>\n`));
+        }
+        if (CLOSER_KINDS.has(s.category) && t.kind !== 'direct') {
+          const what = s.category === 'left-of' ? 'The left tag' : label;
+          const k = turns.length - 2;
+          expect(turns[k]).toMatch(new RegExp(`^${what} is (in the \\w+ \\w+|on the \\w+ side|near the centre) of this crop\\. Let me zoom in closer\\.\n<tool_call>\n`));
+          expect(turns[k]).toContain(`"target_image": ${k + 1}}`);
         }
         if (t.kind === 'frames-zoom') {
           expect(turns[1]).toMatch(new RegExp(`^${label} ${is} in image ${t.crops[0]!.targetImage} \\(frame \\d+\\), .+\\. Let me zoom in\\.\n<tool_call>\n`));
@@ -196,7 +219,7 @@ describe('loupe-synth SFT trajectories', () => {
         for (const x of turns) expect(x).not.toMatch(/\d\.\d{3}/);
       }
     }
-    for (const k of ['ring-digits', 'tag-letter', 'box-dots', 'left-of']) for (const kind of ['zoom', 'recover']) expect(seen).toContain(`${k}/${kind}`);
+    for (const k of ['ring-digits', 'tag-letter', 'box-dots', 'left-of']) for (const kind of [CLOSER_KINDS.has(k) ? 'zoom2' : 'zoom', 'recover']) expect(seen).toContain(`${k}/${kind}`);
     expect([...seen].some((k) => k.endsWith('/direct'))).toBe(true);
     expect([...seen].some((k) => k.endsWith('/frames-zoom'))).toBe(true);
   });
