@@ -349,7 +349,7 @@ def build2(sc, bbox, bbox2, enc, tok, max_pixels, rng=None):
     rec = {"qid": s["qid"], "kind": "zoom2", "category": s["category"], "answer": s["answer"], "ids": ids,
            "spans": [[a0, e0], [a1, e1], [a2, len(ids)]], "images": [{"key": kg, "grid": g0}, {"key": k1, "grid": g1}, {"key": k2, "grid": g2}],
            "fresh": True, "frame_target": target, "closer_target": ctgt, "closer_reads": reads,
-           "glyphs": glyph_pointers(s, t3, a2, tok, box2, sc["size"], sc)}
+           "glyphs": glyph_pointers(s, t3, a2, tok, box2, sc["size"], sc), "text_ptr": option_pointer(s, ids, a0, t3, a2, tok)}
     return rec, {kg: g, k1: c1, k2: c2}
 
 
@@ -497,6 +497,29 @@ def glyph_pointers(s, text, at, tok, crop_box, size, sc=None):
     return out
 
 
+def option_pointer(s, ids, a0, text, at, tok):
+    """left-of: the option letter's query (the token before it in "\\boxed{B}") looks back at the question's option line of
+    the letter the turn read ("(B) K": its "B" and its "K"; the "K" token has seen "(B) " before it), so the answer is the
+    option of the letter said, not a guess between A and B. -> [(query, [key positions])] in the record's ids (the
+    question is in ids[:a0], the reading turn starts at `at`), or [] for the other kinds or where the line is not found."""
+    if s["category"] != "left-of" or not s.get("options"):
+        return []
+    m = re.match(r"The left tag shows (\w)", text)
+    j = text.rfind("{") + 1
+    if not m or j <= 0 or m.group(1) not in s["options"]:
+        return []
+    opt = chr(65 + s["options"].index(m.group(1)))
+    pat = tok.encode("(") + tok.encode(opt) + tok.encode(")") + tok.encode(" ") + tok.encode(m.group(1))
+    if len(pat) != 5:
+        return []
+    for i in range(a0 - 4):
+        if ids[i:i + 5] == pat:
+            tids = tok.encode(text)
+            ends = [len(tok.decode(tids[:k + 1])) for k in range(len(tids))]
+            return [(at + next(k for k, e in enumerate(ends) if e > j) - 1, [i + 1, i + 4])]
+    return []
+
+
 def draw(sc, rng, enc, tok, max_pixels):
     """A new trajectory of the scene: a random call box around its target (and for a video a random frame pick), up to 8
     tries."""
@@ -579,7 +602,7 @@ def check_glyphs(scene_dir, tok_dir, max_pixels, draws=4):
     tok, enc = encoder(tok_dir, max_pixels)
     scenes = load_scenes([scene_dir], max_pixels)
     rng = random.Random(0)
-    n = ok_query = ok_order = ok_ink = n_after = ok_after = 0
+    n = ok_query = ok_order = ok_ink = n_after = ok_after = n_opt = ok_opt = 0
     kinds = collections.Counter()
     bad = []
     for sc in scenes:
@@ -597,6 +620,10 @@ def check_glyphs(scene_dir, tok_dir, max_pixels, draws=4):
             f = sc["sample"].get("facts", {})
             says = ([str(k + 1) for k in range(int(r["answer"]))] if r["category"] == "box-dots"
                     else [str(f.get("left"))] if r["category"] == "left-of" else list(str(r["answer"])))
+            # left-of: the option letter's query precedes the answer letter and looks at "(B)"'s B and its option's letter
+            for q, keys in r.get("text_ptr") or []:
+                n_opt += 1
+                ok_opt += int(tok.decode([r["ids"][q + 1]]) == str(r["answer"]) and [tok.decode([r["ids"][k]]) for k in keys] == [str(r["answer"]), says[0]])
             xs = [g[1] for g in glyphs]
             in_order = len(glyphs) == len(says) and (xs == sorted(xs) or r["category"] == "box-dots")  # dots: rows, each left to right
             ok_order += int(in_order)
@@ -629,9 +656,9 @@ def check_glyphs(scene_dir, tok_dir, max_pixels, draws=4):
                 if not hit and len(bad) < 5:
                     bad.append({"qid": r["qid"], "glyph": ch, "ink_px": int(far.sum()), "ink_in_pointed": int(inside.sum())})
     rep = {"trajectories": dict(kinds), "glyphs": n, "query_before_glyph": ok_query, "ink_under_pointer": ok_ink, "trajectories_in_order": ok_order,
-           "after_digit": n_after, "after_digit_query_ok": ok_after, "bad": bad}
+           "after_digit": n_after, "after_digit_query_ok": ok_after, "option_pointer": n_opt, "option_pointer_ok": ok_opt, "bad": bad}
     print(json.dumps(rep))
-    return 0 if n and ok_query == n and ok_ink == n and ok_after == n_after else 1
+    return 0 if n and ok_query == n and ok_ink == n and ok_after == n_after and ok_opt == n_opt else 1
 
 
 if __name__ == "__main__":

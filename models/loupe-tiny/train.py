@@ -518,6 +518,8 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             at, H, W = crop_token_positions(ids[i], r, merge, image_token_id)
             for q, keys in glyph_keys(r["glyphs"], H, W):
                 glyph_ptr_rows.append((i, [q], sorted(int(at[k]) for k in keys)))
+        for q, keys in r.get("text_ptr") or []:  # left-of: the option letter's query looks at its option line (scene_traj)
+            glyph_ptr_rows.append((i, [q], list(keys)))
         if not (r.get("tgt") and r.get("box_at") and image_token_id is not None):
             continue
         t, h, w = r["images"][0]["grid"]

@@ -168,7 +168,15 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     const log = `${r.stdout}\n${r.stderr}`;
     const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
     expect(line, log.slice(-3000)).toBeDefined();
-    const rep = JSON.parse(line!) as { trajectories: Record<string, number>; glyphs: number; query_before_glyph: number; ink_under_pointer: number; trajectories_in_order: number };
+    const rep = JSON.parse(line!) as {
+      trajectories: Record<string, number>;
+      glyphs: number;
+      query_before_glyph: number;
+      ink_under_pointer: number;
+      trajectories_in_order: number;
+      option_pointer: number;
+      option_pointer_ok: number;
+    };
     // 4 draws of each of the 8 scenes (easy ones too: a crop is still a right way to answer them)
     expect(rep.trajectories, log).toEqual({ zoom2: 32 });
     // a count of n has n glyphs, a left-of one: far more than one per trajectory
@@ -176,6 +184,10 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     expect(rep.query_before_glyph).toBe(rep.glyphs);
     expect(rep.ink_under_pointer, log).toBe(rep.glyphs);
     expect(rep.trajectories_in_order).toBe(32);
+    // left-of's option pointer: from the token before the boxed option letter to the question's "(B) K" line of the
+    // letter read (seed 7 has 4 left-of scenes: 4 draws each)
+    expect(rep.option_pointer).toBe(16);
+    expect(rep.option_pointer_ok).toBe(16);
     expect(r.status, log).toBe(0);
   }, 120_000);
 
