@@ -37,8 +37,23 @@
 #   status    what the detached jobs have done so far
 set -uo pipefail
 step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|loop7b|gqa-first|logits7b|loop05|status}
-C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=/tmp/wt R=/tmp/r
+# LOUPE_WT / LOUPE_R move the tools and logs folders (for the script's own test here; the device uses the defaults)
+C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=${LOUPE_WT:-/tmp/wt} R=${LOUPE_R:-/tmp/r}
 OUT=${OUT:-/tmp/out}
+# Each call runs in a fresh copy of the repository, while $WT holds the scripts and Python that tools.tar.xz brought at
+# call 1. Where this call's copy differs (a script edited after the packs were made), refresh $WT from it and run the
+# refreshed script, so no step runs stale code: the 2026-12-07 lease ran an onnxruntime profile that PROFILE=0 should
+# have skipped, most likely from such a stale copy.
+if [ -z "${LOUPE_CALLS_FRESH:-}" ] && [ -d "$WT/scripts/device" ] && [ -f scripts/device/gpu-engine-calls.sh ]; then
+  changed=0
+  for f in scripts/device/*.sh scripts/device/*.py models/*.py; do
+    [ -f "$f" ] || continue
+    cmp -s "$f" "$WT/$f" && continue
+    mkdir -p "$WT/$(dirname "$f")" && cp "$f" "$WT/$f" && changed=$((changed + 1))
+  done
+  [ "$changed" -gt 0 ] && echo "gpu-engine-calls: $changed file(s) in $WT refreshed from this call's repository copy" >&2
+  LOUPE_CALLS_FRESH=1 exec bash "$WT/scripts/device/gpu-engine-calls.sh" "$@"
+fi
 mkdir -p "$R" "$OUT"
 nvidia-smi --query-gpu=name,memory.used,memory.total,utilization.gpu --format=csv,noheader
 # the card's copy bandwidth (GB/s, read + write): from the 7B reference run, else measured now (SKIP7B_BENCH)
