@@ -157,7 +157,7 @@ def check_video(checks, model, tk, scene_dir, tok_dir, layer, heads_n):
     b = train.make_batch(recs, pix, 0, "cpu", model=model, box_weight=bw, merge=2, image_token_id=model.image_token_id, video=True)
     b0 = train.make_batch(recs, pix, 0, "cpu", model=model, box_weight=bw, merge=2, image_token_id=model.image_token_id)
     rows, P, Pok, Tm = b["aux_vattn"]
-    named, keys_ok, cover_ok, ink_ok, shifted_ok, shifted_ink, box_ok, query_ok, weight_ok, tower_ok = (0,) * 10
+    named, keys_ok, cover_ok, ink_ok, shifted_ok, shifted_ink, box_ok, query_ok, weight_ok, tower_ok, pos_ok = (0,) * 11
     details = []
     vis_all = model.model.visual(b["pixel_values"], b["image_grid_thw"]).detach()
     idx, valid, tgt, cats = b["aux_vtgt"]
@@ -175,6 +175,15 @@ def check_video(checks, model, tk, scene_dir, tok_dir, layer, heads_n):
         pads = list(range(start, start + H * W))
         pads_are_images = all(int(b["input_ids"][i, p]) == model.image_token_id for p in pads) and int(b["input_ids"][i, start + H * W]) != model.image_token_id
         keys = Tm[i].nonzero().flatten().tolist()
+        # the position probe also reads the named frame's tokens (the call writes coordinates in that frame), each with
+        # its own centre in it; only with the flag
+        sel = (b["aux_pos"][0] == i).nonzero().flatten()
+        cols_i = b["aux_pos"][1][sel].tolist()
+        k0 = cols_i.index(pads[0]) if pads[0] in cols_i else -1
+        qq = torch.arange(H * W)
+        want = torch.stack([(qq % W + 0.5) / W, (qq // W + 0.5) / H], -1)
+        pos_ok += int(k0 >= 0 and cols_i[k0:k0 + H * W] == pads and torch.allclose(b["aux_pos"][2][sel][k0:k0 + H * W].cpu(), want)
+                      and pads[0] not in b0["aux_pos"][1][(b0["aux_pos"][0] == i).nonzero().flatten()].tolist())
         k_ok, c_ok, i_ok, det = video_pointer_check(r, s, frame, pads, keys)
         keys_ok += int(k_ok and pads_are_images and int(rows[i]) == i)
         cover_ok += int(c_ok)
@@ -215,9 +224,10 @@ def check_video(checks, model, tk, scene_dir, tok_dir, layer, heads_n):
     checks["video_box_at"] = box_ok == n
     checks["video_queries"] = query_ok == n
     checks["video_box_weight"] = weight_ok == n
+    checks["video_pos_probe_named_frame"] = pos_ok == n
     checks["video_target_head_rows"] = tower_ok == n and tuple(rows.tolist()) == tuple(range(n)) and b["aux_vread"].shape == (n, 2)
     checks["video_counts"] = {"records": n, "named": named, "keys": keys_ok, "covered": cover_ok, "ink": ink_ok, "shifted_passing": shifted_ok, "shifted_ink_ok": shifted_ink,
-                              "box_at": box_ok, "queries": query_ok, "weights": weight_ok, "target_head": tower_ok, "detail": details}
+                              "box_at": box_ok, "queries": query_ok, "weights": weight_ok, "target_head": tower_ok, "pos_probe": pos_ok, "detail": details}
     # without the flag: none of it, and the image-side fields keep their meaning
     checks["video_off_unchanged"] = (all(b0[k] is None for k in ("aux_vattn", "aux_vread", "aux_vtgt", "aux_attn", "aux_tgt"))
                                      and all(r["tgt"] is None and r["box_at"] is None and r["ctgt"] is None for r in recs)

@@ -474,7 +474,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
                 if r.get("tgt"):
                     cx, cy = r["tgt"]
                     tgt_rows.append((off, ntok, int(min(H - 1, cy * H)) * W + int(min(W - 1, cx * W)), CATS.get(r.get("category"), 0)))
-                pos_rows.append((i, H, W))
+                pos_rows.append((i, j, H, W))
             if j == (r.get("cimg") or 1) and t == 1 and model is not None and r.get("ctgt"):
                 H, W = h // merge, w // merge
                 cx, cy = r["ctgt"]
@@ -484,6 +484,10 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
                 H, W = h // merge, w // merge
                 cx, cy = r["vtgt"]
                 vtgt_rows.append((off, ntok, int(min(H - 1, cy * H)) * W + int(min(W - 1, cx * W)), CATS.get(r.get("category"), 0)))
+                # the position probe on that image too: a crop call writes coordinates in the image it names, and the
+                # text model reads a token's place from its value only where it was taught to (the global view's, above;
+                # v14's closer calls wrote nearly the same box whatever the first crop showed)
+                pos_rows.append((i, j, H, W))
             off += ntok
     b = dict(input_ids=ids.to(dev), attention_mask=att.to(dev), labels=lab.to(dev), pixel_values=torch.cat(pvs) if pvs else None,
              image_grid_thw=torch.tensor(thws, device=dev) if thws else None)
@@ -541,8 +545,8 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         b["aux_vread"] = torch.tensor([recs[i]["vtgt"] for i, _, _ in vattn_rows], device=dev, dtype=torch.float32)
     if pos_rows and image_token_id is not None:
         rows, cols, xy = [], [], []
-        for i, H, W in pos_rows:
-            at = (ids[i] == image_token_id).nonzero().flatten()[:H * W]
+        for i, j, H, W in pos_rows:
+            at = (ids[i] == image_token_id).nonzero().flatten()[:H * W] if j == 0 else image_token_positions(ids[i], recs[i], j, merge, image_token_id)[0]
             q = torch.arange(H * W)
             rows.append(torch.full((H * W,), i))
             cols.append(at)

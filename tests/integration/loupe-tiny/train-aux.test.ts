@@ -48,7 +48,7 @@ describe('train.py auxiliary losses', () => {
       'glyph_rows_are_crop_tokens', 'attn2_keys', 'attn2_queries', 'attn_keys_global_view', 'attn2_equals_naive', 'glyph_learnable',
       'read_eval_runs_only',
       'video_named_frame', 'video_pointer_keys', 'video_pointer_covers_target', 'video_pointer_shifted_fails', 'video_box_at', 'video_queries',
-      'video_box_weight', 'video_target_head_rows', 'video_off_unchanged', 'video_fallback_box_centre', 'video_pointer_equals_naive',
+      'video_box_weight', 'video_target_head_rows', 'video_pos_probe_named_frame', 'video_off_unchanged', 'video_fallback_box_centre', 'video_pointer_equals_naive',
       'video_pointer_learnable']) {
       expect(res.checks[k], `${k}: ${JSON.stringify(res.checks)}`).toBe(true);
     }
