@@ -34,7 +34,7 @@ import { getDialect } from '../../../app/protocol';
 import { lastBoxed, prIsToolTurn, prPlanTurn } from '../../../app/protocol/pixelReasoner';
 import { resizeWithPreset } from '../../../app/tools/smartResize';
 import type { PrImageList } from '../../../app/tools/selection';
-import { countInOut, isRed, type RawImage } from './decode';
+import { bboxOf, components, countInOut, isDarkNeutral, isGreen, isRed, type RawImage } from './decode';
 import { sharpSynthRaster } from '../../../native/image/synthRaster';
 
 let dir = '';
@@ -247,6 +247,32 @@ describe('loupe-synth SFT trajectories', () => {
       const rf = await writeTrajectoryCrops(dir, recover as SftTrajectory, join(dir, 'crops'), sharpSynthRaster);
       const poor = await sharp(rf['crop:0'] as string).removeAlpha().raw().toBuffer({ resolveWithObject: true });
       expect(countInOut({ data: poor.data, width: poor.info.width, height: poor.info.height }, [0, 0, poor.info.width, poor.info.height], isRed).inside).toBe(0);
+    }
+  });
+
+  it("writes a dot box's closer crop from the first crop's file: the box at least 1.5 times wider as the model sees it, its dots countable", { timeout: 120_000 }, async () => {
+    const d2 = join(dir, 'dots');
+    const got = await generateSynth({ seed: 17, n: 3, kinds: ['box-dots'], easyFraction: 0 }, d2, sharpSynthRaster);
+    for (const s of got.samples) {
+      const [zoom2] = synthTrajectories(s, { mode: 'eval' });
+      expect(zoom2?.kind).toBe('zoom2');
+      const files = await writeTrajectoryCrops(d2, zoom2 as SftTrajectory, join(d2, 'crops'), sharpSynthRaster);
+      const read = async (f: string): Promise<RawImage> => {
+        const { data, info } = await sharp(f).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+        return { data, width: info.width, height: info.height };
+      };
+      const [first, closer] = [await read(files['crop:0'] as string), await read(files['crop:1'] as string)];
+      expect([closer.width, closer.height]).toEqual(zoom2?.crops[1]?.resized);
+      // the green box in each crop, as a share of the crop's width (the model sees both at the same pixel budget)
+      const box1 = bboxOf(first, [0, 0, first.width, first.height], isGreen);
+      const box2 = bboxOf(closer, [0, 0, closer.width, closer.height], isGreen);
+      expect(box1 && box2, s.qid).toBeTruthy();
+      const share = (b: [number, number, number, number], img: RawImage) => (b[2] - b[0]) / Math.sqrt(img.width * img.height);
+      expect(share(box2!, closer) / share(box1!, first), s.qid).toBeGreaterThan(1.5);
+      // and the dots inside it are there to count, one dark blob each
+      const inset = Math.ceil((box2![2] - box2![0]) * 0.06) + 2;
+      const dots = components(closer, [box2![0] + inset, box2![1] + inset, box2![2] - inset, box2![3] - inset], isDarkNeutral, 4);
+      expect(dots.length, s.qid).toBe(Number(s.facts.count));
     }
   });
 });
