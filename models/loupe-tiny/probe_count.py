@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does loupe-tiny's vision tower carry a green box's dot count in the crop the model reads? A linear probe on the
 tower's merged tokens around the box, in the crops scene_traj.py cuts (the call box, Pixel Reasoner's padding, the
-engine resize: what the reading turn sees).
+engine resize: what the reading turn sees; since 2026-12-07 the closer crop on the first, scene_traj.build2).
 
   probe_count.py --model DIR --scenes SYNTH_DIR[,SYNTH_DIR] [--draws 6]
 
@@ -43,7 +43,8 @@ for i, sc in enumerate(scenes):
         train.annotate([r], tk)
         if not r.get("ctgt"):
             continue
-        crops.append((i, int(sc["sample"]["answer"]), pix[r["images"][1]["key"]], r["images"][1]["grid"], r["ctgt"]))
+        j = r.get("cimg") or 1  # the crop the reading turn reads: zoom2's closer crop, else the one crop
+        crops.append((i, int(sc["sample"]["answer"]), pix[r["images"][j]["key"]], r["images"][j]["grid"], r["ctgt"]))
 cfg = json.load(open(os.path.join(a.model, "config.json")))
 
 
