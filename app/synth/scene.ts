@@ -155,11 +155,15 @@ export function ringWithDigits(digits: string, glyphH: number, color: string): B
 }
 
 /** A rounded tag of `color` with one block letter. */
-export function tagWithLetter(letter: string, p: number, color: string, ink: string): Built {
+/** A tag's size for font pixel `p`: the 5 × 7 glyph and its padding (1.8 p each side, 1.5 p above and below). */
+export function tagSize(p: number): { w: number; h: number; padX: number; padY: number } {
   const padX = 1.8 * p;
   const padY = 1.5 * p;
-  const w = 5 * p + 2 * padX;
-  const h = 7 * p + 2 * padY;
+  return { w: 5 * p + 2 * padX, h: 7 * p + 2 * padY, padX, padY };
+}
+
+export function tagWithLetter(letter: string, p: number, color: string, ink: string): Built {
+  const { w, h, padX, padY } = tagSize(p);
   const svg = `<rect x="0" y="0" width="${r2(w)}" height="${r2(h)}" rx="${r2(p)}" fill="${color}"/>` + blockTextSvg(letter, padX, padY, p, ink);
   return { svg, w, h };
 }

@@ -13,6 +13,7 @@ import { PR_GUIDELINES, prSystemPrompt } from '../protocol/prompts';
 import { prCropGeometry } from '../tools/crop';
 import { presetFor, resizeWithPreset } from '../tools/smartResize';
 import type { SynthSample } from './generate';
+import { tagSize } from './scene';
 import { questionWithOptions } from '../bench/adapters/options';
 import { Prng, hashSeed } from './prng';
 
@@ -133,11 +134,11 @@ function readOut(s: SynthSample): string {
 }
 
 /** What the closer crop is drawn around, in the scene's pixels: the green box; for left-of the left tag (scene.ts puts it
- * at the pair region's left edge, 8.6 font pixels wide; its height anywhere in the region). */
+ * at the pair region's left edge, one tag wide; its height anywhere in the region). */
 function closerTarget(s: SynthSample): Box {
   const t = s.target.px;
   if (s.category !== 'left-of') return t;
-  return [t[0], t[1], t[0] + 8.6 * Number(s.facts.fontPixel), t[3]];
+  return [t[0], t[1], t[0] + tagSize(Number(s.facts.fontPixel)).w, t[3]];
 }
 
 /** The closer call's words before its box: what it looks at, and where in the first crop. */
@@ -255,14 +256,13 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
     placeholder: `crop:${k}`,
   });
 
-  // The closer crop on crop `prev` (image `prev index + 2`: the question's image is 1), for the kinds that need it:
-  // the turn that asks for it, and the crop.
-  const closer = (prev: SftCrop, k: number): { turn: string; crop: SftCrop } => {
+  // The closer crop `crop:<k>` on crop `prev`, which the model sees as image `prevImage` (the question's image is 1, the
+  // k-th crop image k + 2), for the kinds that need it: the turn that asks for it, and the crop.
+  const closer = (prev: SftCrop, prevImage: number, k: number): { turn: string; crop: SftCrop } => {
     const n = closerNorm(s, prev);
     const bbox = callBox(rng, n, rng.range(0.3, 0.8));
-    const targetImage = Number(prev.placeholder.slice('crop:'.length)) + 2;
-    const crop: SftCrop = { bbox, targetImage, source: prev.placeholder, sourceSize: prev.resized, ...cropPlan(bbox, prev.resized, mode), placeholder: `crop:${k}` };
-    return { turn: `${closerSays(s, n)}\n` + toolCall('crop_image_normalized', { bbox_2d: bbox, target_image: targetImage }), crop };
+    const crop: SftCrop = { bbox, targetImage: prevImage, source: prev.placeholder, sourceSize: prev.resized, ...cropPlan(bbox, prev.resized, mode), placeholder: `crop:${k}` };
+    return { turn: `${closerSays(s, n)}\n` + toolCall('crop_image_normalized', { bbox_2d: bbox, target_image: prevImage }), crop };
   };
   const twice = CLOSER_KINDS.has(s.category);
 
@@ -271,7 +271,7 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
   const firstCall =
     asst(`${Label} ${is} ${where(s.target.norm)}. Let me zoom in.\n` + toolCall('crop_image_normalized', { bbox_2d: good.bbox, target_image: 1 }));
   if (twice) {
-    const c2 = closer(good, 1);
+    const c2 = closer(good, 2, 1);
     out.push({
       qid: s.qid,
       kind: 'zoom2',
@@ -314,7 +314,7 @@ export function synthTrajectories(s: SynthSample, opts: SftOptions = {}): SftTra
   const tail: QwenMessage[] = [];
   const crops = [poor, fixed];
   if (twice) {
-    const c3 = closer(fixed, 2);
+    const c3 = closer(fixed, 3, 2);
     tail.push(asst(c3.turn), cropMsg(c3.crop));
     crops.push(c3.crop);
   }

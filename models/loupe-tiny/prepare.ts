@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { runEpisode, ScriptedEngine } from '../../app/agent';
 import { synthTrajectories } from '../../app/synth/trajectories';
-import { questionWithOptions } from '../../app/bench/adapters/options';
+import { questionForSample } from '../../app/bench/adapters/options';
 import type { SynthSample } from '../../app/synth/generate';
 import type { ChatMessage, EngineImage } from '../../app/engines/types';
 import { getDialect } from '../../app/protocol';
@@ -193,8 +193,8 @@ export async function prepareData(o: PrepareOptions): Promise<PrepareResult> {
           engine,
           dialect,
           media,
-          // with its options, as the evaluation loop asks it (left-of: "(A) K / (B) R")
-          question: questionWithOptions(s.question, s.options),
+          // with its options, as the evaluation loop asks it (the runner's function; left-of: "(A) K / (B) R")
+          question: questionForSample(s),
           imageOps: ops,
           settings: { prompt: t.notool ? 'notool' : 'vcot', mode: 'eval', maxPixels },
         });

@@ -274,5 +274,9 @@ describe('loupe-synth SFT trajectories', () => {
       const dots = components(closer, [box2![0] + inset, box2![1] + inset, box2![2] - inset, box2![3] - inset], isDarkNeutral, 4);
       expect(dots.length, s.qid).toBe(Number(s.facts.count));
     }
+    // a trajectory whose closer crop comes before the crop it is cut from: a clear error, nothing cut from a wrong file
+    const [z] = synthTrajectories(got.samples[0]!, { mode: 'eval' });
+    const reordered: SftTrajectory = { ...z!, crops: [z!.crops[1]!, z!.crops[0]!] };
+    await expect(writeTrajectoryCrops(d2, reordered, join(d2, 'bad'), sharpSynthRaster)).rejects.toThrow(/crop 0 is cut from crop:0, which comes later/);
   });
 });
