@@ -332,17 +332,15 @@ def build2(sc, bbox, bbox2, enc, tok, max_pixels, rng=None):
     kx, ky = (x1 - x0) / plan["resizedSize"][0], (y1 - y0) / plan["resizedSize"][1]
     b2 = plan2["cropBox"]
     box2 = (x0 + b2[0] * kx, y0 + b2[1] * ky, x0 + b2[2] * kx, y0 + b2[3] * ky)
-    target = n2
+    # the closer target as drawn (scene pixels): the green box; the left tag with its own height, read off the image
+    tbox = closer_target(s)
     if s["category"] == "left-of" and (tags := pair_tags(sc)):
-        _, cx, cy, w, h = tags[0]
+        _, cx, cy, _, _ = tags[0]
         p = float(s["facts"]["fontPixel"])
-        target = closer_norm(s, plan["cropBox"], sc["size"], [cx - 4.3 * p, cy - 5 * p, cx + 4.3 * p, cy + 5 * p])
-    # the closer target's centre in the closer crop (normalized), and what the reading head reads there (train.py)
-    tx1, ty1, tx2, ty2 = closer_target(s)
-    if s["category"] == "left-of" and (tags := pair_tags(sc)):
-        tx1, ty1, tx2, ty2 = tags[0][1] - 1, tags[0][2] - 1, tags[0][1] + 1, tags[0][2] + 1
-    sx, sy = sc["size"][0] / s["width"], sc["size"][1] / s["height"]
-    ctgt = [((tx1 + tx2) / 2 * sx - box2[0]) / (box2[2] - box2[0]), ((ty1 + ty2) / 2 * sy - box2[1]) / (box2[3] - box2[1])]
+        tbox = [cx - 4.3 * p, cy - 5 * p, cx + 4.3 * p, cy + 5 * p]  # a tag is 8.6 p wide, 10 p high (scene.ts tagSize)
+    target = closer_norm(s, plan["cropBox"], sc["size"], tbox)  # in the first crop: the closer call's pointer
+    inner = closer_norm(s, box2, sc["size"], tbox)  # in the closer crop: the reading head's place (train.py)
+    ctgt = [(inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2]
     reads = str(s["facts"]["left"]) if s["category"] == "left-of" else str(s["answer"])
     n = next(_DRAW)
     kg, k1, k2 = f"scene:{s['qid']}:g", f"scene:{s['qid']}:c{n}", f"scene:{s['qid']}:d{n}"
@@ -435,6 +433,14 @@ def pair_tags(sc):
     return out
 
 
+def token_at(tok, text):
+    """A function: character position in `text` -> the index of the token of tok.encode(text) that holds it (byte-level BPE
+    on ASCII text: decoding a prefix of the tokens is exact)."""
+    ids = tok.encode(text)
+    ends = [len(tok.decode(ids[:i + 1])) for i in range(len(ids))]
+    return lambda pos: next(i for i, e in enumerate(ends) if e > pos)
+
+
 def glyph_pointers(s, text, at, tok, crop_box, size, sc=None):
     """The reading turn's glyphs, for train.py's glyph pointer (--aux-digit): [(query, cx, cy, w, h, kind)] per glyph the
     turn says ("The ring shows 7, 1, 3, 9", "The tag shows X"), in order, where `query` is the sequence position whose
@@ -450,10 +456,7 @@ def glyph_pointers(s, text, at, tok, crop_box, size, sc=None):
     - left-of ("K is left of R"): the first letter looks at the left tag's letter, the second at the right tag's."""
     sx, sy = size[0] / s["width"], size[1] / s["height"]
     x0, y0, x1, y1 = crop_box
-    ids = tok.encode(text)
-    # character end of each token (byte-level BPE on ASCII text: decoding a prefix is exact)
-    ends = [len(tok.decode(ids[:i + 1])) for i in range(len(ids))]
-    tok_at = lambda pos: next(i for i, e in enumerate(ends) if e > pos)  # noqa: E731
+    tok_at = token_at(tok, text)
     norm = lambda cx, cy, w, h: ((cx * sx - x0) / (x1 - x0), (cy * sy - y0) / (y1 - y0), w * sx / (x1 - x0), h * sy / (y1 - y0))  # noqa: E731
     if s["category"] == "box-dots":
         got = dot_cells(sc) if sc is not None else None
@@ -514,9 +517,7 @@ def option_pointer(s, ids, a0, text, at, tok):
         return []
     for i in range(a0 - 4):
         if ids[i:i + 5] == pat:
-            tids = tok.encode(text)
-            ends = [len(tok.decode(tids[:k + 1])) for k in range(len(tids))]
-            return [(at + next(k for k, e in enumerate(ends) if e > j) - 1, [i + 1, i + 4])]
+            return [(at + token_at(tok, text)(j) - 1, [i + 1, i + 4])]
     return []
 
 

@@ -191,6 +191,7 @@ BOX = re.compile(r'"bbox_2d": \[([^\]]+)\]')
 TARGET_IMAGE = re.compile(r'"target_image": (\d+)')
 PICKS = re.compile(r'"target_frames": \[([^\]]*)\]')
 CATS = {"ring-digits": 0, "tag-letter": 1, "box-dots": 2, "left-of": 3}
+ZOOM_KINDS = ("zoom", "zoom2")  # a crop of the global view first (zoom2: then a closer crop on it; trajectories.ts)
 
 
 def box_span(r, tk, s0, e0):
@@ -220,7 +221,7 @@ def annotate(recs, tk):
             continue
         if r["kind"] == "zoom2":
             annotate_closer(r, tk)
-        if not (r["kind"] in ("zoom", "zoom2") or r["kind"].startswith("zoom-first")) or not r["images"] or r["images"][0]["grid"][0] != 1:
+        if not (r["kind"] in ZOOM_KINDS or r["kind"].startswith("zoom-first")) or not r["images"] or r["images"][0]["grid"][0] != 1:
             continue
         s0, e0 = r["spans"][0]
         m = BOX.search(tk.decode(r["ids"][s0:e0], skip_special_tokens=False))
@@ -417,9 +418,9 @@ def first_turns(recs, keep_full):
     for j, r in enumerate(recs):
         if keep_full and j % keep_full == 0:
             out.append(r)
-        if r["kind"] in ("zoom", "zoom2") or r["kind"].startswith("zoom-first"):
+        if r["kind"] in ZOOM_KINDS or r["kind"].startswith("zoom-first"):
             s0, e0 = r["spans"][0]
-            out.append({**r, "ids": r["ids"][:e0], "spans": [[s0, e0]], "images": r["images"][:1], "kind": "zoom-first" if r["kind"] in ("zoom", "zoom2") else r["kind"]})
+            out.append({**r, "ids": r["ids"][:e0], "spans": [[s0, e0]], "images": r["images"][:1], "kind": "zoom-first" if r["kind"] in ZOOM_KINDS else r["kind"]})
     return out
 
 
@@ -843,7 +844,7 @@ def main():
     log(f"train {len(train)} trajectories ({len(qids) - len(val_q)} scenes), val {len(val)} ({len(val_q)} scenes)")
     tk = load_hf_style(tok_dir)
     if a.aug_flips:
-        train = train + flip_first_turns([r for r in train if r["kind"] in ("zoom", "zoom2")], pix, tk)
+        train = train + flip_first_turns([r for r in train if r["kind"] in ZOOM_KINDS], pix, tk)
         log(f"train with mirrored first turns: {len(train)}")
     pad = json.load(open(os.path.join(tok_dir, "config.json")))["text_config"].get("pad_token_id", 0) or 0
     if a.first_turns:

@@ -87,6 +87,32 @@ function check(python: string, prep: string, synth = SYNTH): { status: number | 
   return { status: r.status, rep: JSON.parse(line!) as Report, log };
 }
 
+interface GlyphReport {
+  trajectories: Record<string, number>;
+  glyphs: number;
+  query_before_glyph: number;
+  ink_under_pointer: number;
+  trajectories_in_order: number;
+  after_digit: number;
+  after_digit_query_ok: number;
+  option_pointer: number;
+  option_pointer_ok: number;
+}
+
+/** `scene_traj.py --check-glyphs` on a synth folder: the process, its JSON report and its whole output. */
+function checkGlyphs(synth: string): { r: SpawnSyncReturns<string>; rep: GlyphReport; log: string } {
+  const python = requirePython(['torch', 'numpy', 'PIL']);
+  const r = spawnSync(python, ['models/loupe-tiny/scene_traj.py', '--check-glyphs', '--scenes', synth, '--tok', TOK], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, OMP_NUM_THREADS: '1' },
+  });
+  const log = `${r.stdout}\n${r.stderr}`;
+  const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
+  expect(line, log.slice(-3000)).toBeDefined();
+  return { r, rep: JSON.parse(line!) as GlyphReport, log };
+}
+
 describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
   it("rebuild prepare.ts's zoom and frames-zoom trajectories token for token, and a tampered manifest is caught", () => {
     const python = requirePython(['torch', 'numpy', 'PIL']);
@@ -159,24 +185,7 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
   }, 120_000);
 
   it("zoom2's glyph pointers sit on the closer crop's ink: every dot of a count, the left tag's letter", () => {
-    const python = requirePython(['torch', 'numpy', 'PIL']);
-    const r = spawnSync(python, ['models/loupe-tiny/scene_traj.py', '--check-glyphs', '--scenes', SYNTH2, '--tok', TOK], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      env: { ...process.env, OMP_NUM_THREADS: '1' },
-    });
-    const log = `${r.stdout}\n${r.stderr}`;
-    const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
-    expect(line, log.slice(-3000)).toBeDefined();
-    const rep = JSON.parse(line!) as {
-      trajectories: Record<string, number>;
-      glyphs: number;
-      query_before_glyph: number;
-      ink_under_pointer: number;
-      trajectories_in_order: number;
-      option_pointer: number;
-      option_pointer_ok: number;
-    };
+    const { r, rep, log } = checkGlyphs(SYNTH2);
     // 4 draws of each of the 8 scenes (easy ones too: a crop is still a right way to answer them)
     expect(rep.trajectories, log).toEqual({ zoom2: 32 });
     // a count of n has n glyphs, a left-of one: far more than one per trajectory
@@ -192,24 +201,7 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
   }, 120_000);
 
   it("the glyph pointer's targets: each glyph's query precedes its token and the pointed crop tokens hold its ink", () => {
-    const python = requirePython(['torch', 'numpy', 'PIL']);
-    const r = spawnSync(python, ['models/loupe-tiny/scene_traj.py', '--check-glyphs', '--scenes', SYNTH, '--tok', TOK], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      env: { ...process.env, OMP_NUM_THREADS: '1' },
-    });
-    const log = `${r.stdout}\n${r.stderr}`;
-    const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
-    expect(line, log.slice(-3000)).toBeDefined();
-    const rep = JSON.parse(line!) as {
-      trajectories: Record<string, number>;
-      glyphs: number;
-      query_before_glyph: number;
-      ink_under_pointer: number;
-      trajectories_in_order: number;
-      after_digit: number;
-      after_digit_query_ok: number;
-    };
+    const { r, rep, log } = checkGlyphs(SYNTH);
     // 4 draws of each scene: zoom trajectories of the images, frames-zoom of the two videos (a ring and a tag)
     expect(rep.trajectories.zoom, log).toBeGreaterThanOrEqual(8);
     expect(rep.trajectories['frames-zoom'], log).toBe(8);
