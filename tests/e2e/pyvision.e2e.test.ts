@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Locator } from 'playwright-core';
 import { ScriptedEngine, countCalls } from '../../app/agent';
 import { runPyVisionEpisode } from '../../app/agent/pyvisionEpisode';
 import { Workspace } from '../../app/workspace';
@@ -29,6 +29,18 @@ const TURNS = [
   "The crop shows a transparent object. Let me check its colour channels.\n<code>\n```python\nimport numpy as np\na = np.asarray(crop).astype(float)\nfor name, k in zip('RGB', range(3)):\n    print(name, round(a[..., k].mean(), 1))  # mean per channel\nplt.figure(figsize=(4, 2.5))\nplt.hist(a[..., 0].ravel(), bins=32, color='r')\nplt.show()\nplt.figure(figsize=(4, 2.5))\nplt.imshow(a.mean(axis=2), cmap='gray')\nplt.show()\n```\n",
   'The object is a clear drinking glass.\n<answer>\n\\boxed{a glass}\n</answer>',
 ];
+
+/**
+ * The natural sizes of the images a locator finds, read once each has finished loading: `decode()` settles when the image
+ * is loaded (a broken one rejects and keeps 0 × 0). Reading sizes as soon as the element exists raced the load (a clean
+ * clone's run read 0 for a figure that was still loading).
+ */
+async function loadedSizes(imgs: Locator): Promise<number[][]> {
+  return imgs.evaluateAll(async (els) => {
+    await Promise.all(els.map((i) => (i as HTMLImageElement).decode().catch(() => undefined)));
+    return els.map((i) => [(i as HTMLImageElement).naturalWidth, (i as HTMLImageElement).naturalHeight]);
+  });
+}
 
 describe('PyVision in the UI', () => {
   let app: AppProcess;
@@ -91,7 +103,7 @@ describe('PyVision in the UI', () => {
     await expect(page.getByTestId('figure-step-1').count()).resolves.toBe(1);
     await expect(page.getByTestId('figure-step-2').count()).resolves.toBe(2);
     // The figures are real images served from the workspace.
-    const sizes = await page.getByTestId('figure-step-2').locator('img').evaluateAll((imgs) => imgs.map((i) => [(i as HTMLImageElement).naturalWidth, (i as HTMLImageElement).naturalHeight]));
+    const sizes = await loadedSizes(page.getByTestId('figure-step-2').locator('img'));
     expect(sizes).toEqual([[400, 250], [400, 250]]);
     await page.getByTestId('final-answer').waitFor();
     await screenshot(page, 'pyvision-step-cards');
@@ -108,7 +120,7 @@ describe('PyVision in the UI', () => {
     await expect(page.getByTestId('stdout-step-1').textContent()).resolves.toBe('size 192 83\n');
     await expect(page.getByTestId('step-card-1').textContent()).resolves.toContain('ran (time not recorded)');
     await expect(page.getByTestId('figure-step-1').count()).resolves.toBe(1);
-    const [fig] = await page.getByTestId('figure-step-1').locator('img').evaluateAll((imgs) => imgs.map((i) => [(i as HTMLImageElement).naturalWidth, (i as HTMLImageElement).naturalHeight]));
+    const [fig] = await loadedSizes(page.getByTestId('figure-step-1').locator('img'));
     expect(fig![0]).toBeGreaterThan(0);
     await page.getByTestId('final-answer').waitFor();
     await screenshot(page, 'pyvision-import');
