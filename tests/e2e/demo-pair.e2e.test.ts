@@ -14,7 +14,7 @@ import { ModelRegistry } from '../../app/engines/modelRegistry';
 import { launchBrowser, newPage, RESULTS, screenshot, startApp, tempWorkspace, type AppProcess } from './harness';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const EXAMPLE = 'synth-9-00028';
+const EXAMPLE = 'synth-9-00014';
 
 /** Long tasks (> 50 ms) from page load on; `__pairSeen` records the first moment both columns show text while both run. */
 async function observe(page: Page): Promise<void> {
@@ -198,7 +198,7 @@ describe('Demo side by side in browser mode (loupe-tiny on the CPU)', () => {
     await page.getByTestId('pair-col-error-B').filter({ hasText: 'B repeats A (loupe-tiny · vcot)' }).waitFor({ timeout: 60_000 });
     await page.getByTestId('pair-status-A').filter({ hasText: 'done' }).waitFor({ timeout: 120_000 });
     await expect(page.getByTestId('pair-status-B').textContent()).resolves.toBe('error');
-    await expect(page.getByTestId('pair-answer-A').textContent()).resolves.toContain('659');
+    await expect(page.getByTestId('pair-answer-A').textContent()).resolves.toContain('352');
     await screenshot(page, 'demo-pair-b-refused');
     expect(errors).toEqual([]);
   });

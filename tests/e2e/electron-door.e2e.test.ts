@@ -133,15 +133,15 @@ describe('the Electron door (production bundles under the Electron harness)', ()
 
   it('the Demo runs an example on loupe-tiny end to end through the window', async () => {
     await page.getByTestId('nav-demo').click();
-    await page.getByTestId('example-synth-9-00028').click();
+    await page.getByTestId('example-synth-9-00014').click();
     await page.getByTestId('media-summary').waitFor();
     await expect(page.getByTestId('local-model').inputValue()).resolves.toBe('loupe-tiny');
     await page.getByTestId('run').click();
     await page.getByTestId('run-status').filter({ hasText: /done|error/ }).waitFor({ timeout: 280_000 });
     await page.getByTestId('crop-step-1').waitFor();
     await expect(page.getByTestId('step-list').textContent()).resolves.toContain('crop_image_normalized');
-    // The held-out scene's ring reads 659 (the same answer the browser-mode Demo test checks).
-    await expect(page.getByTestId('answer').textContent()).resolves.toContain('\\boxed{659}');
+    // The held-out scene's ring reads 352 (the same answer the browser-mode Demo test checks).
+    await expect(page.getByTestId('answer').textContent()).resolves.toContain('\\boxed{352}');
     await screenshot(page, 'electron-demo-loupe-tiny');
     expect(pageErrors).toEqual([]);
     // The images the page shows are loupe-media: URLs, which main answers with the core's file for that id

@@ -28,10 +28,10 @@ describe('Demo at a talk', () => {
     // The row is there at once (loading, then the scenes), and the engine is the model that runs here.
     await page.getByTestId('examples').waitFor({ timeout: 10_000 });
     await expect(page.getByTestId('engine-local').getAttribute('aria-checked')).resolves.toBe('true');
-    await page.getByTestId('example-synth-9-00028').click();
+    await page.getByTestId('example-synth-9-00014').click();
     await page.getByTestId('run').click();
     await page.getByTestId('run-status').filter({ hasText: /done|error/ }).waitFor({ timeout: 120_000 });
-    await expect(page.getByTestId('answer-chip').textContent()).resolves.toBe('659');
+    await expect(page.getByTestId('answer-chip').textContent()).resolves.toBe('352');
     expect(await page.getByTestId('long-tasks').count()).toBe(0);
     await screenshot(page, 'talk-demo-1024');
     await page.setViewportSize({ width: 1920, height: 1080 });
@@ -40,7 +40,7 @@ describe('Demo at a talk', () => {
     await page.getByTestId('present').click();
     await page.keyboard.press('End');
     for (let i = 0; i < 12 && !(await page.getByTestId('present-answer').count()); i++) await page.keyboard.press('ArrowRight');
-    await expect(page.getByTestId('present-answer-chip').textContent()).resolves.toBe('659');
+    await expect(page.getByTestId('present-answer-chip').textContent()).resolves.toBe('352');
     await screenshot(page, 'talk-present-answer-1920');
     await page.keyboard.press('Escape');
 
@@ -76,7 +76,7 @@ describe('Demo at a talk', () => {
   it('the OpenAI-compatible engine without a model name says so plainly', async () => {
     const { page } = await newPage(browser, { width: 1024, height: 768 });
     await page.goto(`${app.openUrl}#/demo`);
-    await page.getByTestId('example-synth-9-00028').click();
+    await page.getByTestId('example-synth-9-00014').click();
     await page.getByTestId('engine-openai').click();
     await page.getByTestId('openai-model').fill('');
     await page.getByTestId('run').click();
@@ -106,7 +106,7 @@ describe('Demo at a talk', () => {
   it('step mode at 1024×768: the trajectory above the fold, the footer whole, big handles outside a small box, keyboard nudging', async () => {
     const { page, errors } = await newPage(browser, { width: 1024, height: 768 });
     await page.goto(`${app.openUrl}#/demo`);
-    await page.getByTestId('example-synth-9-00028').click();
+    await page.getByTestId('example-synth-9-00014').click();
     await page.getByTestId('step-mode').check();
     await page.getByTestId('run').click();
     const box = page.getByTestId('edit-box');
