@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Where video answers are lost: the reading turn given a good crop, against the model's own frame pick and crop.
+
+  python3 probe_video_read.py --scenes SYNTH_DIR --model MODEL_DIR [--n 12] [--engine-run RUN/samples.jsonl]
+
+1. Gold context: for each video scene of SYNTH_DIR, a fresh frames-zoom trajectory (scene_traj.draw: the target frame
+   picked, a call box around the target, the crop cut from that frame), encoded as train.py encodes it; the model
+   (PyTorch, fp32, CPU, MODEL_DIR/model.safetensors) writes the reading turn greedily after the crop. Counts answers right.
+2. With --engine-run (an `npx loupe eval` run of the same scenes): rebuilds each sample with the engine's own frame
+   pick and crop box, and reports whether the pick holds the first target frame and whether the crop stays inside the
+   target's reachable region (what scene_traj.build_video refuses otherwise), next to the engine's reading turn.
+"""
+import argparse, json, os, random, re, sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import qwen_torch as qt  # noqa: E402
+import scene_traj as S  # noqa: E402
+import train as T  # noqa: E402
+
+
+def read(model, rec, pix, eos):
+    s = rec["spans"][-1][0]
+    ims = rec["images"]
+    with torch.no_grad():
+        g = model.generate(torch.tensor([rec["ids"][:s]]), torch.cat([T.patches(pix[im["key"]], "cpu") for im in ims]),
+                           torch.tensor([im["grid"] for im in ims]), max_new_tokens=40, eos_ids=eos, temperature=0)
+    return g[0].tolist()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenes", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--n", type=int, default=12)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--engine-run")
+    a = ap.parse_args()
+    mp = T.MAX_PIXELS
+    tok, enc = S.encoder(a.model, mp)
+    eos = [tok.token_to_id("<|im_end|>")]
+    scenes = [sc for sc in S.load_scenes([a.scenes], mp, workers=2) if sc.get("video")][: a.n]
+    model = qt.QwenVL.from_pretrained(a.model, dtype=torch.float32, device="cpu")
+    model.eval()
+    rng = random.Random(a.seed)
+    ok = n = 0
+    for sc in scenes:
+        got = S.draw(sc, rng, enc, tok, mp)
+        if got is None:
+            continue
+        rec, pix = got
+        text = tok.decode(read(model, rec, pix, eos))
+        m = T.BOXED.search(text)
+        right = bool(m) and m.group(1).strip().upper() == str(rec["answer"]).upper()
+        ok += right
+        n += 1
+        print(f"gold context  {sc['qid']} {sc['sample']['category']:<11} gold {rec['answer']:<5} {'OK' if right else '--'} {text.strip()[:60]!r}")
+    print(f"gold context: {ok}/{n} read right after a crop of the target frame")
+    if not a.engine_run:
+        return
+    byq = {sc["qid"]: sc for sc in scenes}
+    held = inside = total = 0
+    for line in open(a.engine_run):
+        r = json.loads(line)
+        sc = byq.get(r["qid"])
+        t = r["trajectory"]["turns"]
+        if sc is None or len(t) < 3:
+            continue
+        total += 1
+        picks = json.loads(re.search(r'"target_frames": (\[[^\]]*\])', t[0]["text"]).group(1))
+        box = json.loads(re.search(r'"bbox_2d": (\[[^\]]*\])', t[1]["text"]).group(1))
+        first = int(sc["sample"]["target"]["frames"][0])
+        why = "ok"
+        try:
+            S.build_video(sc, picks, box, enc, tok, mp)
+            held += 1
+            inside += 1
+        except ValueError:
+            why = f"pick {picks} leaves out target frame {first}"
+        except RuntimeError:
+            held += 1
+            why = "crop leaves the target's region"
+        print(f"engine        {r['qid']} {r['category']:<11} gold {r['answer']:<5} {why:<44} {t[-1]['text'].strip()[:40]!r}")
+    print(f"engine run: pick holds the first target frame {held}/{total}; crop inside the target's region {inside}/{total}")
+
+
+if __name__ == "__main__":
+    main()
