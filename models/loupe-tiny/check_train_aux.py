@@ -31,7 +31,7 @@
 Prints one JSON line {"ok": bool, "checks": {...}} and exits 1 on any failure.
   python3 models/loupe-tiny/check_train_aux.py [--model models/tiny-random-qwen25vl] [--video-scenes SYNTH_DIR]
 """
-import argparse, json, os, sys
+import argparse, json, os, re, sys
 
 import torch
 
@@ -228,6 +228,38 @@ def check_video(checks, model, tk, scene_dir, tok_dir, layer, heads_n):
     checks["video_target_head_rows"] = tower_ok == n and tuple(rows.tolist()) == tuple(range(n)) and b["aux_vread"].shape == (n, 2)
     checks["video_counts"] = {"records": n, "named": named, "keys": keys_ok, "covered": cover_ok, "ink": ink_ok, "shifted_passing": shifted_ok, "shifted_ink_ok": shifted_ink,
                               "box_at": box_ok, "queries": query_ok, "weights": weight_ok, "target_head": tower_ok, "pos_probe": pos_ok, "detail": details}
+    # --frame-pointer: the select_frames turn's queries up to the number of the crop's frame -> the target's 3x3 tokens in
+    # that frame among the video's own frames (the first images), found here from the ids and the sample alone
+    bf = train.make_batch(recs, pix, 0, "cpu", model=model, box_weight=bw, merge=2, image_token_id=model.image_token_id, video=True, frame=True)
+    frows, fP, fPok, fTm = bf["aux_fattn"]
+    f_named = f_keys = f_cover = f_queries = f_shifted = 0
+    for i, r in enumerate(recs):
+        s = samples[r["qid"]]
+        first = int(s["target"]["frames"][0])
+        f_named += int(r["fimg"] == first - 1)
+        frame = pix[r["images"][first - 1]["key"]]
+        vpos = (bf["input_ids"][i] == vs).nonzero().flatten().tolist()
+        start = vpos[first - 1] + 1
+        H, W = frame.shape[0] // 28, frame.shape[1] // 28
+        pads = list(range(start, start + H * W))
+        keys = fTm[i].nonzero().flatten().tolist()
+        k_ok, c_ok, i_ok, _ = video_pointer_check(r, s, frame, pads, keys)
+        f_keys += int(k_ok and int(frows[i]) == i)
+        f_cover += int(c_ok and i_ok)
+        f_shifted += int(all(video_pointer_check(r, s, frame, pads, [k + W for k in keys])[:3]))  # a row down: must fail
+        s0, e0 = r["spans"][0]
+        q = fP[i][fPok[i]].tolist()
+        before = tk.decode(r["ids"][s0:q[-1] + 1], skip_special_tokens=False)
+        at = tk.decode(r["ids"][q[-1] + 1:e0], skip_special_tokens=False)
+        f_queries += int(q[0] == s0 - 1 and q[-1] + 1 == r["fpick_at"] and re.search(r'"target_frames": \[([0-9]+,\s*)*$', before) is not None
+                         and re.match(rf"\s?{first}\b", at) is not None)  # the number's token may carry its leading space
+    n = len(recs)
+    checks["frame_pointer_frame"] = f_named == n
+    checks["frame_pointer_keys"] = f_keys == n and f_cover == n
+    checks["frame_pointer_shifted_fails"] = f_shifted == 0
+    checks["frame_pointer_queries"] = f_queries == n
+    checks["frame_pointer_off"] = b["aux_fattn"] is None and b0["aux_fattn"] is None
+    checks["frame_pointer_counts"] = {"records": n, "frame": f_named, "keys": f_keys, "covered": f_cover, "queries": f_queries, "shifted_passing": f_shifted}
     # without the flag: none of it, and the image-side fields keep their meaning
     checks["video_off_unchanged"] = (all(b0[k] is None for k in ("aux_vattn", "aux_vread", "aux_vtgt", "aux_attn", "aux_tgt"))
                                      and all(r["tgt"] is None and r["box_at"] is None and r["ctgt"] is None for r in recs)

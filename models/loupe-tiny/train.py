@@ -216,6 +216,7 @@ def annotate(recs, tk):
     for r in recs:
         r["tgt"], r["box_at"], r["ctgt"], r["glyph"] = None, None, None, None
         r["vtgt"], r["vbox_at"], r["vimg"], r["cimg"] = None, None, None, None
+        r["fimg"], r["fpick_at"] = None, None
         if r["kind"] == "frames-zoom":
             annotate_video(r, tk)
             continue
@@ -260,6 +261,29 @@ def annotate_video(r, tk):
     except ValueError:
         return
     r["vimg"], r["vtgt"], r["vbox_at"] = j, ((x1 + x2) / 2, (y1 + y2) / 2), box_span(r, tk, s1, e1)
+    # --frame-pointer: the frame the crop is cut from (the pick `target_image` names) among the video's own frames, the
+    # first images (frame F is image F - 1), and the position of that frame's number in the select_frames call
+    picks = [v.strip() for v in p.group(1).split(",")]
+    f = int(picks[image - 2])
+    if 1 <= f <= len(r["images"]) - 1 - k and r["images"][f - 1]["grid"][0] == 1:
+        r["fimg"], r["fpick_at"] = f - 1, pick_at(r, tk, s0, e0, image - 2)
+
+
+def pick_at(r, tk, s0, e0, n):
+    """The sequence position of the first token of the n-th (0-based) number of the select_frames call's target_frames
+    in the assistant span [s0, e0); None where the call has no such number."""
+    text = tk.decode(r["ids"][s0:e0], skip_special_tokens=False)
+    m = PICKS.search(text)
+    if not m:
+        return None
+    items = m.group(1).split(",")
+    if n >= len(items) or not items[n].strip():
+        return None
+    c = m.start(1) + sum(len(x) + 1 for x in items[:n]) + (len(items[n]) - len(items[n].lstrip()))
+    for t in range(e0 - s0):
+        if len(tk.decode(r["ids"][s0:s0 + t + 1], skip_special_tokens=False)) > c:
+            return s0 + t
+    return None
 
 
 def annotate_closer(r, tk):
@@ -433,16 +457,19 @@ def position_ids(model, r):
     return r["_pos"]
 
 
-AUX_KEYS = ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph", "aux_digit", "aux_vtgt", "aux_vattn", "aux_vread")
+AUX_KEYS = ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph", "aux_digit", "aux_vtgt", "aux_vattn", "aux_vread", "aux_fattn")
 
 
-def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_token_id=None, answer_weight=1.0, video=False):
+def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_token_id=None, answer_weight=1.0, video=False, frame=False):
     """Tensors for one batch. With `model`: cached position ids, per-token loss weights (`box_weight` on the crop-box numbers,
     `answer_weight` on the last turn of a trajectory with a tool call: the turn that reads the crop and answers)
     and the auxiliary targets (global views only). With `video` (--video-pointer) also for frames-zoom trajectories' crop
     turn (annotate_video): `box_weight` on its box numbers, the vision head's target on the frame it names (aux_vtgt), and
     the pointer rows (aux_vattn: the turn's queries up to the end of the box -> the target's 3x3 tokens in that frame) with
-    the read-out targets (aux_vread). Without it the batch is what it was before the flag existed."""
+    the read-out targets (aux_vread). Without it the batch is what it was before the flag existed. With `frame`
+    (--frame-pointer) also the frame pointer rows (aux_fattn): a frames-zoom trajectory's select_frames turn, its queries
+    up to the number of the frame the crop is later cut from -> the target's 3x3 tokens in that frame among the video's
+    own frames, so the pick is made by looking at the frame that shows the target."""
     L = max(len(r["ids"]) for r in recs)
     ids = torch.full((len(recs), L), pad, dtype=torch.long)
     lab = torch.full((len(recs), L), -100, dtype=torch.long)
@@ -493,7 +520,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
     b = dict(input_ids=ids.to(dev), attention_mask=att.to(dev), labels=lab.to(dev), pixel_values=torch.cat(pvs) if pvs else None,
              image_grid_thw=torch.tensor(thws, device=dev) if thws else None)
     b["aux_tgt"] = b["aux_pos"] = b["aux_attn"] = b["aux_attn2"] = b["aux_glyph"] = b["aux_digit"] = None
-    b["aux_vtgt"] = b["aux_vattn"] = b["aux_vread"] = None
+    b["aux_vtgt"] = b["aux_vattn"] = b["aux_vread"] = b["aux_fattn"] = None
     if model is None:
         return b
     b["position_ids"] = pos.to(dev)
@@ -504,8 +531,13 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         b["aux_vtgt"] = target_rows(vtgt_rows, dev)
     if glyph_rows:
         b["aux_glyph"] = (torch.tensor([g for g, _ in glyph_rows], device=dev), torch.tensor([l for _, l in glyph_rows], device=dev))
-    attn_rows, attn2_rows, glyph_ptr_rows, vattn_rows = [], [], [], []
+    attn_rows, attn2_rows, glyph_ptr_rows, vattn_rows, fattn_rows = [], [], [], [], []
     for i, r in enumerate(recs):
+        if frame and r.get("vtgt") and r.get("fimg") is not None and r.get("fpick_at") and image_token_id is not None:
+            at, H, W = image_token_positions(ids[i], r, r["fimg"], merge, image_token_id)
+            cx, cy = r["vtgt"]
+            row, col = int(min(H - 1, cy * H)), int(min(W - 1, cx * W))
+            fattn_rows.append((i, list(range(r["spans"][0][0] - 1, r["fpick_at"])), sorted({int(at[k]) for k in neighbourhood(row, col, H, W)})))
         if video and r.get("vtgt") and r.get("vbox_at") and image_token_id is not None:  # the crop turn looks at the frame's target
             at, H, W = image_token_positions(ids[i], r, r["vimg"], merge, image_token_id)
             cx, cy = r["vtgt"]
@@ -541,6 +573,8 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         b["aux_attn2"] = pointer_rows(attn2_rows, dev)
     if glyph_ptr_rows:
         b["aux_digit"] = pointer_rows(glyph_ptr_rows, dev)
+    if fattn_rows:
+        b["aux_fattn"] = pointer_rows(fattn_rows, dev)
     if vattn_rows:
         b["aux_vattn"] = pointer_rows(vattn_rows, dev)
         b["aux_vread"] = torch.tensor([recs[i]["vtgt"] for i, _, _ in vattn_rows], device=dev, dtype=torch.float32)
@@ -784,6 +818,10 @@ def main():
     ap.add_argument("--aux-attn2", type=float, default=0.0, help="weight of the reading pointer: the reading turn's queries (layer --aux-attn-layer) attend to the target inside the crop")
     ap.add_argument("--aux-digit", type=float, default=0.0, help="weight of the glyph pointer: in fresh reading turns (--scenes), the query that says each digit (or the letter) attends to that glyph's tokens in the crop (heads of --aux-digit-layer)")
     ap.add_argument("--aux-digit-layer", type=int, default=-2, help="text layer of the glyph pointer (default: the second to last; 3 of loupe-tiny's 5)")
+    ap.add_argument("--frame-pointer", type=float, default=0.0,
+                    help="weight of the frame pointer: in frames-zoom trajectories, the select_frames turn's queries up to the number of "
+                         "the frame the crop is cut from attend to the target's tokens in that frame (the video's own frame images), "
+                         "on --aux-attn-layer's heads; 0: off")
     ap.add_argument("--video-pointer", type=float, default=0.0,
                     help="weight of the video crop turn's pointer: in frames-zoom trajectories, turn 2's queries up to the end of its box "
                          "(heads of --aux-attn-layer) attend to the target's 3x3 tokens in the picked frame the crop call names; also "
@@ -863,14 +901,14 @@ def main():
             log(f"auxiliary heads new in this run: {', '.join(missing)}")
         log(f"auxiliary heads from {aux_init}")
     n_layers = len(model.model.language_model.layers)
-    for flag, on, layer in (("--aux-attn-layer", a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0, a.aux_attn_layer), ("--aux-pos-layer", a.aux_pos > 0, a.aux_pos_layer),
+    for flag, on, layer in (("--aux-attn-layer", a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0 or a.frame_pointer > 0, a.aux_attn_layer), ("--aux-pos-layer", a.aux_pos > 0, a.aux_pos_layer),
                             ("--aux-digit-layer", a.aux_digit > 0, a.aux_digit_layer),
                             ("--aux-read-layer", a.aux_read > 0, a.aux_read_layer)):
         if on and not -n_layers <= layer < n_layers:
             raise SystemExit(f"train.py: {flag} {layer} is out of range: this model has {n_layers} text layers (0..{n_layers - 1})")
     store = {}
     use_aux = a.aux_target > 0 or a.aux_pos > 0 or a.aux_glyph > 0
-    if a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0:
+    if a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0 or a.frame_pointer > 0:
         model.model.language_model.layers[a.aux_attn_layer].self_attn.register_forward_pre_hook(
             lambda m, args: store.__setitem__("attn_in", (args[0], args[1], args[2])))
     if a.aux_digit > 0:
@@ -882,7 +920,7 @@ def main():
         model.model.visual.register_forward_hook(lambda m, i, o: store.__setitem__("vis", o))
         model.model.language_model.layers[a.aux_pos_layer].register_forward_hook(lambda m, i, o: store.__setitem__("llm", o))
     mb = dict(model=model, box_weight=a.box_weight, merge=model.vc["merge"], image_token_id=model.image_token_id, answer_weight=a.answer_weight,
-              video=a.video_pointer > 0)
+              video=a.video_pointer > 0, frame=a.frame_pointer > 0)
     fresh_k, sx, drawn = 0, None, {}
     if a.scenes:
         import scene_traj
@@ -929,7 +967,7 @@ def main():
         out = model(**{k: v for k, v in b.items() if k not in AUX_KEYS})
         lm = lm_loss(out.logits, b["labels"], b["weights"])
         aux = aux_losses(b, store, heads) if (use_aux or a.aux_read > 0) else {}
-        attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn if (a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0) else None
+        attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn if (a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0 or a.frame_pointer > 0) else None
         if a.aux_attn > 0:
             al = attn_loss(b, store, attn_mod, a.aux_attn_heads)
             if al is not None:
@@ -945,6 +983,9 @@ def main():
             if b["aux_vattn"] is not None:
                 aux["vattn"] = attn_loss({"aux_attn": b["aux_vattn"]}, store, attn_mod, a.aux_attn_heads)
             tot = tot + a.video_pointer * aux.get("vattn", 0.0) + a.aux_read * aux.get("vread", 0.0) + a.aux_target * aux.get("vtgt", 0.0)
+        if a.frame_pointer > 0 and b["aux_fattn"] is not None:  # the select_frames turn looks at the target's frame
+            aux["fattn"] = attn_loss({"aux_attn": b["aux_fattn"]}, store, attn_mod, a.aux_attn_heads)
+            tot = tot + a.frame_pointer * aux["fattn"]
         return tot, lm, aux, out
 
     def evaluate():
@@ -1098,7 +1139,7 @@ def main():
                "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "read_eval": read, "onnx_check": check,
                "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "attn": a.aux_attn, "attn_layer": a.aux_attn_layer,
                        "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight, "answer_weight": a.answer_weight,
-                       "glyph": a.aux_glyph, "attn2": a.aux_attn2, "digit": a.aux_digit, "digit_layer": a.aux_digit_layer, "video_pointer": a.video_pointer},
+                       "glyph": a.aux_glyph, "attn2": a.aux_attn2, "digit": a.aux_digit, "digit_layer": a.aux_digit_layer, "video_pointer": a.video_pointer, "frame_pointer": a.frame_pointer},
                "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "torch": torch.__version__}
     with open(os.path.join(a.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)

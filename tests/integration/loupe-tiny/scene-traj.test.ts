@@ -8,8 +8,9 @@
  * and in a frames-zoom trajectory must fail, counting both. Then train.py runs 2 CPU steps with half of every batch drawn
  * fresh from the scenes: the first step's two fresh draws are videos, the second's image zooms (--scenes, --scene-frac 0.5,
  * --scene-video-frac 0.5), with the glyph pointer on. `scene_traj.py --check-glyphs` checks that pointer's targets on the folder.
- * And 2 CPU steps of video only (--scene-video-frac 1) with --video-pointer 1: the crop turn's pointer, read-out and
- * target-head losses appear on both steps, finite, in the console lines and metrics.json.
+ * And 2 CPU steps of video only (--scene-video-frac 1) with --video-pointer 1 and --frame-pointer 1: the crop turn's
+ * pointer, read-out and target-head losses and the frame pick's pointer loss appear on both steps, finite, in the console
+ * lines and metrics.json.
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
@@ -241,10 +242,10 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     expect(metrics.fresh?.drawn).toEqual({ 'frames-zoom': 2, zoom: 2 });
   }, 300_000);
 
-  it('train.py --video-pointer: 2 CPU video steps, the crop-turn pointer losses logged and finite', () => {
+  it('train.py --video-pointer --frame-pointer: 2 CPU video steps, the crop-turn and frame-pick pointer losses logged and finite', () => {
     const out = path.join(tmp, 'run-video-pointer');
     // the tiny random model has 2 text layers: the pointer's layer must be 0 or 1
-    const r = trainTwoSteps(out, ['--scene-video-frac', '1', '--video-pointer', '1', '--aux-attn-layer', '1', '--aux-read', '1', '--aux-target', '1', '--box-weight', '3']);
+    const r = trainTwoSteps(out, ['--scene-video-frac', '1', '--video-pointer', '1', '--frame-pointer', '1', '--aux-attn-layer', '1', '--aux-read', '1', '--aux-target', '1', '--box-weight', '3']);
     const log = `${r.stdout}\n${r.stderr}`;
     expect(r.status, log.slice(-6000)).toBe(0);
     // both prepared frames-zoom trajectories (the call box's centre: they carry no target box) get a crop-turn target
@@ -254,23 +255,26 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     for (const step of [1, 2]) {
       const line = r.stdout.split('\n').find((l) => l.startsWith(`step:${step} - train/loss:`));
       expect(line, log.slice(-6000)).toBeDefined();
-      for (const k of ['vattn', 'vread', 'vtgt']) {
+      for (const k of ['vattn', 'vread', 'vtgt', 'fattn']) {
         const m = new RegExp(` - train/aux_${k}:(\\S+)`).exec(line!);
         expect(m, `${k} in ${line}`).not.toBeNull();
         expect(Number.isFinite(Number(m![1])), `${k}: ${m![1]}`).toBe(true);
       }
     }
     const metrics = JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8')) as {
-      aux: { video_pointer: number };
-      curve: Array<{ step: number; aux_vattn?: number }>;
+      aux: { video_pointer: number; frame_pointer: number };
+      curve: Array<{ step: number; aux_vattn?: number; aux_fattn?: number }>;
       fresh: { drawn: Record<string, number> } | null;
     };
     expect(metrics.aux.video_pointer).toBe(1);
+    expect(metrics.aux.frame_pointer).toBe(1);
     expect(metrics.fresh?.drawn).toEqual({ 'frames-zoom': 4 });
     expect(metrics.curve.map((c) => c.step)).toEqual([1, 2]);
     for (const c of metrics.curve) {
       expect(Number.isFinite(c.aux_vattn), JSON.stringify(c)).toBe(true);
       expect(c.aux_vattn!).toBeGreaterThan(0);
+      expect(Number.isFinite(c.aux_fattn), JSON.stringify(c)).toBe(true);
+      expect(c.aux_fattn!).toBeGreaterThan(0);
     }
   }, 300_000);
 

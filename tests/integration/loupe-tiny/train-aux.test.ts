@@ -9,7 +9,9 @@
  * --video-pointer on two videos generated here (`loupe synth --seed 9 --n 0 --video 2`, a ring and a tag): on fresh
  * frames-zoom trajectories the crop turn's pointer keys are the 3x3 tokens around the true target in the frame the crop
  * call names (from the sample's target box and the frame's grid; its ink under them), keys moved one token right fail
- * that check, vbox_at is exactly the call's box numbers, and without the flag the batch is unchanged.
+ * that check, vbox_at is exactly the call's box numbers, and without the flag the batch is unchanged. --frame-pointer on
+ * the same draws: the select_frames turn's queries end right before the number of the crop's frame, their keys are the
+ * 3x3 tokens around the target in that frame among the video's own frames (keys a row down fail), and only with the flag.
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
@@ -49,7 +51,7 @@ describe('train.py auxiliary losses', () => {
       'read_eval_runs_only',
       'video_named_frame', 'video_pointer_keys', 'video_pointer_covers_target', 'video_pointer_shifted_fails', 'video_box_at', 'video_queries',
       'video_box_weight', 'video_target_head_rows', 'video_pos_probe_named_frame', 'video_off_unchanged', 'video_fallback_box_centre', 'video_pointer_equals_naive',
-      'video_pointer_learnable']) {
+      'video_pointer_learnable', 'frame_pointer_frame', 'frame_pointer_keys', 'frame_pointer_shifted_fails', 'frame_pointer_queries', 'frame_pointer_off']) {
       expect(res.checks[k], `${k}: ${JSON.stringify(res.checks)}`).toBe(true);
     }
     // 3 fresh draws of each video; the shifted keys pass the whole check on none of them
@@ -57,6 +59,8 @@ describe('train.py auxiliary losses', () => {
     expect(res.checks.video_records).toBe(6);
     expect(vc.keys).toBe(6);
     expect(vc.shifted_passing).toBe(0);
+    const fc = res.checks.frame_pointer_counts as { records: number; keys: number; queries: number; shifted_passing: number };
+    expect([fc.records, fc.keys, fc.queries, fc.shifted_passing]).toEqual([6, 6, 6, 0]);
     expect(res.ok).toBe(true);
     expect(r.status).toBe(0);
   }, 900_000); // the video check trains its pointer on CPU with one thread: minutes on a busy 2-core machine
