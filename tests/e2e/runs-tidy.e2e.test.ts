@@ -127,6 +127,8 @@ describe('Runs stay tidy', () => {
     await expect(page.getByTestId('import-result').textContent()).resolves.toMatch(/Imported “deepeyes-vstar”: read 191 record\(s\)/);
     await page.getByTestId('import-submit').click();
     await expect(page.getByTestId('import-result').textContent()).resolves.toMatch(/Imported “deepeyes-vstar \(2\)”/);
+    // the result line comes back before the runs table has reloaded: wait for the new row (a missing row times out here)
+    await page.locator('[data-testid=runs-table] tbody tr', { hasText: 'deepeyes-vstar (2)' }).waitFor();
     const names = await page.locator('[data-testid=runs-table] tbody tr td:nth-child(2)').allTextContents();
     expect(names.filter((n) => n.startsWith('deepeyes-vstar'))).toEqual(expect.arrayContaining(['deepeyes-vstar', 'deepeyes-vstar (2)']));
 
