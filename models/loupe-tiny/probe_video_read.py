@@ -66,23 +66,31 @@ def main():
         r = json.loads(line)
         sc = byq.get(r["qid"])
         t = r["trajectory"]["turns"]
-        if sc is None or len(t) < 3:
+        if sc is None:
             continue
         total += 1
-        picks = json.loads(re.search(r'"target_frames": (\[[^\]]*\])', t[0]["text"]).group(1))
-        box = json.loads(re.search(r'"bbox_2d": (\[[^\]]*\])', t[1]["text"]).group(1))
+        pm = T.PICKS.search(t[0].get("text", "")) if len(t) >= 3 else None
+        bm = T.BOX.search(t[1].get("text", "")) if len(t) >= 3 else None
         first = int(sc["sample"]["target"]["frames"][0])
-        why = "ok"
         try:
-            S.build_video(sc, picks, box, enc, tok, mp)
-            held += 1
-            inside += 1
+            picks = [int(v) for v in re.findall(r"\d+", pm.group(1))] if pm else None
+            box = [float(v) for v in bm.group(1).split(",")] if bm else None
         except ValueError:
-            why = f"pick {picks} leaves out target frame {first}"
-        except RuntimeError:
-            held += 1
-            why = "crop leaves the target's region"
-        print(f"engine        {r['qid']} {r['category']:<11} gold {r['answer']:<5} {why:<44} {t[-1]['text'].strip()[:40]!r}")
+            picks = box = None
+        if picks is None or box is None:
+            why = "no select_frames then crop call (or unreadable)"
+        else:
+            try:
+                built = S.build_video(sc, picks, box, enc, tok, mp)
+                held += 1
+                inside += built is not None
+                why = "ok" if built is not None else "a tool refuses the call"
+            except ValueError:
+                why = f"pick {picks} leaves out target frame {first}"
+            except RuntimeError:
+                held += 1
+                why = "crop leaves the target's region"
+        print(f"engine        {r['qid']} {r['category']:<11} gold {r['answer']:<5} {why:<44} {(t[-1].get('text', '') if t else '').strip()[:40]!r}")
     print(f"engine run: pick holds the first target frame {held}/{total}; crop inside the target's region {inside}/{total}")
 
 

@@ -434,11 +434,9 @@ def pair_tags(sc):
 
 
 def token_at(tok, text):
-    """A function: character position in `text` -> the index of the token of tok.encode(text) that holds it (byte-level BPE
-    on ASCII text: decoding a prefix of the tokens is exact)."""
-    ids = tok.encode(text)
-    ends = [len(tok.decode(ids[:i + 1])) for i in range(len(ids))]
-    return lambda pos: next(i for i, e in enumerate(ends) if e > pos)
+    """A function: character position in `text` -> the index of the token of tok.encode(text) that holds it
+    (train.token_index on those ids)."""
+    return T.token_index(tok.decode, tok.encode(text))
 
 
 def glyph_pointers(s, text, at, tok, crop_box, size, sc=None):

@@ -269,21 +269,28 @@ def annotate_video(r, tk):
         r["fimg"], r["fpick_at"] = f - 1, pick_at(r, tk, s0, e0, image - 2)
 
 
+def token_index(decode, ids):
+    """A function: character position in decode(ids) -> the index in `ids` of the token that holds it (byte-level BPE on
+    ASCII text: decoding a prefix of the tokens is exact); StopIteration past the end."""
+    ends = [len(decode(ids[:i + 1])) for i in range(len(ids))]
+    return lambda pos: next(i for i, e in enumerate(ends) if e > pos)
+
+
 def pick_at(r, tk, s0, e0, n):
     """The sequence position of the first token of the n-th (0-based) number of the select_frames call's target_frames
     in the assistant span [s0, e0); None where the call has no such number."""
-    text = tk.decode(r["ids"][s0:e0], skip_special_tokens=False)
-    m = PICKS.search(text)
+    decode = lambda x: tk.decode(x, skip_special_tokens=False)  # noqa: E731
+    m = PICKS.search(decode(r["ids"][s0:e0]))
     if not m:
         return None
     items = m.group(1).split(",")
     if n >= len(items) or not items[n].strip():
         return None
     c = m.start(1) + sum(len(x) + 1 for x in items[:n]) + (len(items[n]) - len(items[n].lstrip()))
-    for t in range(e0 - s0):
-        if len(tk.decode(r["ids"][s0:s0 + t + 1], skip_special_tokens=False)) > c:
-            return s0 + t
-    return None
+    try:
+        return s0 + token_index(decode, r["ids"][s0:e0])(c)
+    except StopIteration:
+        return None
 
 
 def annotate_closer(r, tk):
@@ -901,14 +908,15 @@ def main():
             log(f"auxiliary heads new in this run: {', '.join(missing)}")
         log(f"auxiliary heads from {aux_init}")
     n_layers = len(model.model.language_model.layers)
-    for flag, on, layer in (("--aux-attn-layer", a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0 or a.frame_pointer > 0, a.aux_attn_layer), ("--aux-pos-layer", a.aux_pos > 0, a.aux_pos_layer),
+    attn_hook = a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0 or a.frame_pointer > 0  # a pointer on --aux-attn-layer
+    for flag, on, layer in (("--aux-attn-layer", attn_hook, a.aux_attn_layer), ("--aux-pos-layer", a.aux_pos > 0, a.aux_pos_layer),
                             ("--aux-digit-layer", a.aux_digit > 0, a.aux_digit_layer),
                             ("--aux-read-layer", a.aux_read > 0, a.aux_read_layer)):
         if on and not -n_layers <= layer < n_layers:
             raise SystemExit(f"train.py: {flag} {layer} is out of range: this model has {n_layers} text layers (0..{n_layers - 1})")
     store = {}
     use_aux = a.aux_target > 0 or a.aux_pos > 0 or a.aux_glyph > 0
-    if a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0 or a.frame_pointer > 0:
+    if attn_hook:
         model.model.language_model.layers[a.aux_attn_layer].self_attn.register_forward_pre_hook(
             lambda m, args: store.__setitem__("attn_in", (args[0], args[1], args[2])))
     if a.aux_digit > 0:
@@ -967,7 +975,7 @@ def main():
         out = model(**{k: v for k, v in b.items() if k not in AUX_KEYS})
         lm = lm_loss(out.logits, b["labels"], b["weights"])
         aux = aux_losses(b, store, heads) if (use_aux or a.aux_read > 0) else {}
-        attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn if (a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0 or a.frame_pointer > 0) else None
+        attn_mod = model.model.language_model.layers[a.aux_attn_layer].self_attn if attn_hook else None
         if a.aux_attn > 0:
             al = attn_loss(b, store, attn_mod, a.aux_attn_heads)
             if al is not None:
