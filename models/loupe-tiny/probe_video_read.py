@@ -9,6 +9,8 @@
 2. With --engine-run (an `npx loupe eval` run of the same scenes): rebuilds each sample with the engine's own frame
    pick and crop box, and reports whether the pick holds the first target frame and whether the crop stays inside the
    target's reachable region (what scene_traj.build_video refuses otherwise), next to the engine's reading turn.
+Between the two, the crop turn alone: the gold trajectories up to the crop call (the target frame picked and shown), the
+model writes the call; its box's centre against the target's, in x and in y. The engine's own calls can be set beside it.
 """
 import argparse, json, os, random, re, sys
 
@@ -21,12 +23,13 @@ import scene_traj as S  # noqa: E402
 import train as T  # noqa: E402
 
 
-def read(model, rec, pix, eos):
-    s = rec["spans"][-1][0]
-    ims = rec["images"]
+def read(model, rec, pix, eos, turn=-1, max_new=40):
+    """The model's greedy text for assistant turn `turn` of `rec`, given everything before it (the images up to it)."""
+    s = rec["spans"][turn][0]
+    ims = rec["images"] if turn == -1 else rec["images"][:-1]  # the crop turn comes before the crop's image
     with torch.no_grad():
         g = model.generate(torch.tensor([rec["ids"][:s]]), torch.cat([T.patches(pix[im["key"]], "cpu") for im in ims]),
-                           torch.tensor([im["grid"] for im in ims]), max_new_tokens=40, eos_ids=eos, temperature=0)
+                           torch.tensor([im["grid"] for im in ims]), max_new_tokens=max_new, eos_ids=eos, temperature=0)
     return g[0].tolist()
 
 
@@ -58,6 +61,39 @@ def main():
         n += 1
         print(f"gold context  {sc['qid']} {sc['sample']['category']:<11} gold {rec['answer']:<5} {'OK' if right else '--'} {text.strip()[:60]!r}")
     print(f"gold context: {ok}/{n} read right after a crop of the target frame")
+    # 2. The crop call after a right pick: the same trajectories up to the crop turn (the target frame picked and shown);
+    # the model writes the call. Its box against the target's own box in that frame (normalized).
+    rng = random.Random(a.seed)
+    hit = n = k = 0
+    ex = ey = 0.0
+    for sc in scenes:
+        got = S.draw(sc, rng, enc, tok, mp)
+        if got is None:
+            continue
+        rec, pix = got
+        text = tok.decode(read(model, rec, pix, eos, turn=1, max_new=80))
+        m = T.BOX.search(text)
+        try:
+            box = [float(v) for v in m.group(1).split(",")] if m else None
+        except ValueError:
+            box = None
+        x1, y1, x2, y2 = rec["frame_target"]
+        n += 1
+        if box is None or len(box) != 4:
+            print(f"crop turn     {sc['qid']} no readable crop call {text.strip()[-60:]!r}")
+            continue
+        cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        tx, ty = (x1 + x2) / 2, (y1 + y2) / 2
+        k += 1
+        ex += abs(cx - tx)
+        ey += abs(cy - ty)
+        inside = box[0] <= tx <= box[2] and box[1] <= ty <= box[3]
+        hit += inside
+        print(f"crop turn     {sc['qid']} target [{x1:.2f}, {y1:.2f}, {x2:.2f}, {y2:.2f}] call {box} "
+              f"{'holds' if inside else 'misses'} the target's centre")
+    if k:
+        print(f"crop turn: {hit}/{n} boxes hold the target's centre; mean centre error x {ex / k:.3f}, y {ey / k:.3f} "
+              f"(normalized, over the {k} readable calls)")
     if not a.engine_run:
         return
     byq = {sc["qid"]: sc for sc in scenes}
