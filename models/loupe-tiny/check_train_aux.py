@@ -31,7 +31,7 @@
 Prints one JSON line {"ok": bool, "checks": {...}} and exits 1 on any failure.
   python3 models/loupe-tiny/check_train_aux.py [--model models/tiny-random-qwen25vl] [--video-scenes SYNTH_DIR]
 """
-import argparse, json, os, re, sys
+import argparse, json, os, re, shutil, sys, tempfile
 
 import torch
 
@@ -312,6 +312,46 @@ def check_video(checks, model, tk, scene_dir, tok_dir, layer, heads_n):
     checks["video_pointer_curve"] = {"start": round(first, 4), "end": round(float(loss), 4), "steps": curve}
 
 
+def check_mrope(checks, model, b):
+    """train.with_mrope_section: text-only logits unchanged (a text token has t = h = w), a batch with an image changed,
+    the split written in the config, a split that does not cover head_dim refused; onnx_weights.rope_mismatch refuses a
+    graft of weights trained under another split and accepts one under the same."""
+    import onnx_weights
+    sec = model.config["text_config"]["rope_parameters"]["mrope_section"]
+    new = [1, sec[1], sec[2] + sec[0] - 1]
+    other = train.with_mrope_section(model, new)
+    keys = ("input_ids", "attention_mask", "pixel_values", "image_grid_thw")
+    first_img = int((b["input_ids"][0] == model.image_token_id).nonzero().flatten()[0])
+    text_ids = b["input_ids"][:1, :first_img]  # the prompt before the image: text only
+    with torch.no_grad():
+        t0, t1 = model(input_ids=text_ids).logits, other(input_ids=text_ids).logits
+        i0, i1 = model(**{k: b[k] for k in keys}).logits, other(**{k: b[k] for k in keys}).logits
+    checks["mrope_text_unchanged"] = bool(torch.allclose(t0, t1, atol=1e-5))
+    img_diff = float((i0 - i1).abs().max())
+    checks["mrope_image_changed"] = img_diff > 1e-4
+    checks["mrope_values"] = {"text_max_diff": float((t0 - t1).abs().max()), "image_max_diff": round(img_diff, 6), "split": new}
+    checks["mrope_config"] = other.config["text_config"]["rope_parameters"]["mrope_section"] == new and model.config["text_config"]["rope_parameters"]["mrope_section"] == sec
+    try:
+        train.with_mrope_section(model, [sec[0], sec[1], sec[2] + 1])
+        checks["mrope_bad_split_refused"] = False
+    except ValueError:
+        checks["mrope_bad_split_refused"] = True
+    d = tempfile.mkdtemp()
+    try:
+        here = os.path.join(d, "model")
+        os.makedirs(here)
+        with open(os.path.join(here, "config.json"), "w") as f:
+            json.dump(model.config, f)
+        with open(os.path.join(d, "same.json"), "w") as f:
+            json.dump(model.config, f)
+        with open(os.path.join(d, "other.json"), "w") as f:
+            json.dump(other.config, f)
+        checks["graft_rope_guard"] = (onnx_weights.rope_mismatch(here, os.path.join(d, "same.json")) is None
+                                      and "export" in (onnx_weights.rope_mismatch(here, os.path.join(d, "other.json")) or ""))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(os.path.dirname(HERE), "tiny-random-qwen25vl"))
@@ -337,6 +377,7 @@ def main():
         checks["annotate_detail"] = {"tgt": r["tgt"], "box_text": box_text}
 
     b = train.make_batch(recs, pix, 0, "cpu", model=model, box_weight=3.0, merge=2, image_token_id=model.image_token_id)
+    b_first = b
     rows, P, Pok, T = b["aux_attn"]
     img_at = (b["input_ids"][0] == model.image_token_id).nonzero().flatten()
     H, W = 6, 4
@@ -540,6 +581,9 @@ def main():
 
     if a.video_scenes:
         check_video(checks, model, tk, a.video_scenes, a.model, layer, heads_n)
+
+    # ---- --mrope-section: the same weights under another split of the rotary frequencies
+    check_mrope(checks, model, b_first)
 
     ok = all(v for k, v in checks.items() if isinstance(v, bool))
     print(json.dumps({"ok": ok, "checks": checks}))

@@ -2,7 +2,7 @@
 """The trainable weights back from a model folder's q8 ONNX files, with no onnx package (a minimal protobuf reader).
 
   onnx_weights.py --model MODEL_DIR --out OUT.safetensors [--dtype fp16|fp32] [--check]
-  onnx_weights.py --model MODEL_DIR --graft W.safetensors --out OUT_DIR
+  onnx_weights.py --model MODEL_DIR --graft W.safetensors --out OUT_DIR [--config RUN/config.json]
 
 --graft writes MODEL_DIR's three q8 graphs with W's weights into OUT_DIR/onnx (the rest of the folder copied, W as
 OUT_DIR/model.safetensors in fp16): the same graph, each matrix quantized as the exporter's dynamic quantization does
@@ -280,6 +280,18 @@ def graft_part(src, sd, dst):
     return len(new)
 
 
+def rope_mismatch(model_dir, run_config):
+    """Why a graft of weights trained with `run_config` (the run's config.json) into MODEL_DIR's graphs would be wrong, or
+    None: the graphs compute the rotary embedding with MODEL_DIR's text rope parameters baked in (the M-RoPE split
+    among them), so weights trained under others need a fresh export (export.py), not a graft."""
+    want = json.load(open(os.path.join(model_dir, "config.json")))["text_config"].get("rope_parameters")
+    got = json.load(open(run_config))["text_config"].get("rope_parameters")
+    if want != got:
+        return (f"onnx_weights: the run's text rope parameters {got} differ from the graphs' {want} ({model_dir}/config.json); "
+                "the graphs keep theirs, so export the run's folder with export.py instead of grafting")
+    return None
+
+
 def graft(model_dir, weights, out_dir):
     import shutil
     import torch
@@ -303,7 +315,13 @@ def main():
     ap.add_argument("--dtype", default="fp16", choices=["fp16", "fp32"])
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--graft", help="weights (safetensors) to write into MODEL_DIR's q8 graphs; --out is then a folder")
+    ap.add_argument("--config", help="with --graft: the training run's config.json; refused if its rope parameters (the "
+                    "M-RoPE split) differ from MODEL_DIR's, which the graphs have baked in")
     a = ap.parse_args()
+    if a.graft and a.config:
+        why = rope_mismatch(a.model, a.config)
+        if why:
+            raise SystemExit(why)
     if a.graft:
         print(json.dumps({"out": a.out, "replaced": graft(a.model, a.graft, a.out)}))
         return

@@ -43,6 +43,21 @@ def log(s):
     print(s, flush=True)
 
 
+def with_mrope_section(model, sec):
+    """`model`'s weights under another M-RoPE split `sec` = [t, h, w] of the text model's rotary frequency pairs (summing
+    to head_dim / 2). The three sections take the frequencies in order, fastest first, so width (w) gets the slowest: with
+    [8, 12, 12] at rope_theta 1e5 a step of one token column turns the rotary phase by at most 7.5e-4 rad, so a later
+    image's columns are all but invisible to attention (probe_positions.py: a picked frame's x cannot be read from the
+    text model's states, its y can). A text token has t = h = w, so its rotation, and every text-only output, is the
+    same under any split; only image tokens change."""
+    cfg = json.loads(json.dumps(model.config))
+    tc = cfg["text_config"]
+    tc["rope_parameters"] = {**tc.get("rope_parameters", {}), "mrope_section": [int(v) for v in sec]}
+    out = qt.QwenVL(cfg, init=False)
+    out.load_state_dict(model.state_dict())
+    return out.to(next(model.parameters()).device)
+
+
 def build_config(tok_dir, arch):
     """A Qwen2.5-VL config.json dict (transformers 5 layout) of size `arch`, with the tokenizer's special ids."""
     base = json.load(open(os.path.join(tok_dir, "config.json")))
@@ -825,6 +840,9 @@ def main():
     ap.add_argument("--aux-attn2", type=float, default=0.0, help="weight of the reading pointer: the reading turn's queries (layer --aux-attn-layer) attend to the target inside the crop")
     ap.add_argument("--aux-digit", type=float, default=0.0, help="weight of the glyph pointer: in fresh reading turns (--scenes), the query that says each digit (or the letter) attends to that glyph's tokens in the crop (heads of --aux-digit-layer)")
     ap.add_argument("--aux-digit-layer", type=int, default=-2, help="text layer of the glyph pointer (default: the second to last; 3 of loupe-tiny's 5)")
+    ap.add_argument("--mrope-section", help="T,H,W: split the text model's rotary frequencies this way instead of the config's "
+                    "(the weights kept; text-only inputs are unchanged). The split gives width the last, lowest frequencies; see "
+                    "with_mrope_section. A model trained so must be exported again (export.py): a graft keeps the graph's split")
     ap.add_argument("--frame-pointer", type=float, default=0.0,
                     help="weight of the frame pointer: in frames-zoom trajectories, the select_frames turn's queries up to the number of "
                          "the frame the crop is cut from attend to the target's tokens in that frame (the video's own frame images), "
@@ -871,6 +889,10 @@ def main():
         log(f"fresh model with the config of {a.fresh_from}")
     else:
         model = qt.QwenVL(build_config(tok_dir, a.arch)).to(dev)
+    if a.mrope_section:
+        sec = [int(v) for v in a.mrope_section.split(",")]
+        model = with_mrope_section(model, sec)
+        log(f"mrope_section {sec} (t, h, w)")
     nparam = sum(p.numel() for p in model.parameters())
     nvis = sum(p.numel() for n, p in model.named_parameters() if n.startswith("model.visual."))
     log(f"params {nparam / 1e6:.2f} M (vision {nvis / 1e6:.2f} M), device {dev}")

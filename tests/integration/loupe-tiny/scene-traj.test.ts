@@ -242,12 +242,16 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     expect(metrics.fresh?.drawn).toEqual({ 'frames-zoom': 2, zoom: 2 });
   }, 300_000);
 
-  it('train.py --video-pointer --frame-pointer: 2 CPU video steps, the crop-turn and frame-pick pointer losses logged and finite', () => {
+  it('train.py --video-pointer --frame-pointer --mrope-section: 2 CPU video steps, the crop-turn and frame-pick pointer losses logged and finite, the split in the written config', () => {
     const out = path.join(tmp, 'run-video-pointer');
     // the tiny random model has 2 text layers: the pointer's layer must be 0 or 1
-    const r = trainTwoSteps(out, ['--scene-video-frac', '1', '--video-pointer', '1', '--frame-pointer', '1', '--aux-attn-layer', '1', '--aux-read', '1', '--aux-target', '1', '--box-weight', '3']);
+    // and under another M-RoPE split (the tiny model's is [2, 3, 3]): the run trains with it and writes it in its config
+    const r = trainTwoSteps(out, ['--scene-video-frac', '1', '--video-pointer', '1', '--frame-pointer', '1', '--aux-attn-layer', '1', '--aux-read', '1', '--aux-target', '1', '--box-weight', '3', '--mrope-section', '1,3,4']);
     const log = `${r.stdout}\n${r.stderr}`;
     expect(r.status, log.slice(-6000)).toBe(0);
+    expect(r.stdout).toMatch(/^mrope_section \[1, 3, 4\] \(t, h, w\)$/m);
+    const cfg = JSON.parse(readFileSync(path.join(out, 'config.json'), 'utf8')) as { text_config: { rope_parameters: { mrope_section: number[] } } };
+    expect(cfg.text_config.rope_parameters.mrope_section).toEqual([1, 3, 4]);
     // both prepared frames-zoom trajectories (the call box's centre: they carry no target box) get a crop-turn target
     expect(r.stdout).toMatch(/^frames-zoom trajectories with a crop-turn target \(--video-pointer\): 2 \(train \+ val\)$/m);
     expect(r.stdout).toMatch(/^fresh frames-zoom trajectories: 2 video scenes, every 1-th step's fresh draws$/m);
