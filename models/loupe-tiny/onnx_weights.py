@@ -284,8 +284,17 @@ def rope_mismatch(model_dir, run_config):
     """Why a graft of weights trained with `run_config` (the run's config.json) into MODEL_DIR's graphs would be wrong, or
     None: the graphs compute the rotary embedding with MODEL_DIR's text rope parameters baked in (the M-RoPE split
     among them), so weights trained under others need a fresh export (export.py), not a graft."""
-    want = json.load(open(os.path.join(model_dir, "config.json")))["text_config"].get("rope_parameters")
-    got = json.load(open(run_config))["text_config"].get("rope_parameters")
+    def rope(path):
+        try:
+            c = json.load(open(path))
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"onnx_weights: cannot read {path}: {e}")
+        if not isinstance(c, dict):
+            raise SystemExit(f"onnx_weights: {path} is not a model config (a JSON object)")
+        tc = c.get("text_config") if isinstance(c.get("text_config"), dict) else c  # transformers 5 layout, else flat
+        return tc.get("rope_parameters")
+
+    want, got = rope(os.path.join(model_dir, "config.json")), rope(run_config)
     if want != got:
         return (f"onnx_weights: the run's text rope parameters {got} differ from the graphs' {want} ({model_dir}/config.json); "
                 "the graphs keep theirs, so export the run's folder with export.py instead of grafting")

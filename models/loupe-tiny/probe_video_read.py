@@ -33,6 +33,14 @@ def read(model, rec, pix, eos, turn=-1, max_new=40):
     return g[0].tolist()
 
 
+def numbers(m):
+    """The comma-separated numbers of a BOX match as floats, or None (no match, or a value that is not a number)."""
+    try:
+        return [float(v) for v in m.group(1).split(",")] if m else None
+    except ValueError:
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenes", required=True)
@@ -47,13 +55,11 @@ def main():
     scenes = [sc for sc in S.load_scenes([a.scenes], mp, workers=2) if sc.get("video")][: a.n]
     model = qt.QwenVL.from_pretrained(a.model, dtype=torch.float32, device="cpu")
     model.eval()
+    # one fresh frames-zoom trajectory per scene (the target frame picked, a call box around the target), for both parts
     rng = random.Random(a.seed)
+    drawn = [(sc, *got) for sc in scenes if (got := S.draw(sc, rng, enc, tok, mp)) is not None]
     ok = n = 0
-    for sc in scenes:
-        got = S.draw(sc, rng, enc, tok, mp)
-        if got is None:
-            continue
-        rec, pix = got
+    for sc, rec, pix in drawn:
         text = tok.decode(read(model, rec, pix, eos))
         m = T.BOXED.search(text)
         right = bool(m) and m.group(1).strip().upper() == str(rec["answer"]).upper()
@@ -63,20 +69,11 @@ def main():
     print(f"gold context: {ok}/{n} read right after a crop of the target frame")
     # 2. The crop call after a right pick: the same trajectories up to the crop turn (the target frame picked and shown);
     # the model writes the call. Its box against the target's own box in that frame (normalized).
-    rng = random.Random(a.seed)
     hit = n = k = 0
     ex = ey = 0.0
-    for sc in scenes:
-        got = S.draw(sc, rng, enc, tok, mp)
-        if got is None:
-            continue
-        rec, pix = got
+    for sc, rec, pix in drawn:
         text = tok.decode(read(model, rec, pix, eos, turn=1, max_new=80))
-        m = T.BOX.search(text)
-        try:
-            box = [float(v) for v in m.group(1).split(",")] if m else None
-        except ValueError:
-            box = None
+        box = numbers(T.BOX.search(text))
         x1, y1, x2, y2 = rec["frame_target"]
         n += 1
         if box is None or len(box) != 4:
@@ -108,11 +105,8 @@ def main():
         pm = T.PICKS.search(t[0].get("text", "")) if len(t) >= 3 else None
         bm = T.BOX.search(t[1].get("text", "")) if len(t) >= 3 else None
         first = int(sc["sample"]["target"]["frames"][0])
-        try:
-            picks = [int(v) for v in re.findall(r"\d+", pm.group(1))] if pm else None
-            box = [float(v) for v in bm.group(1).split(",")] if bm else None
-        except ValueError:
-            picks = box = None
+        picks = [int(v) for v in re.findall(r"\d+", pm.group(1))] if pm else None
+        box = numbers(bm)
         if picks is None or box is None:
             why = "no select_frames then crop call (or unreadable)"
         else:
