@@ -333,6 +333,33 @@ describe('SharpImageOps: derived images held in memory until kept', () => {
     }
   });
 
+  it('gives an engine the bytes of a kept image from memory, not read back from its file', async () => {
+    const ref = await ops.importFile(GLASS);
+    const r = await ops.resize(ref, 812, 364);
+    const kept = await ops.keep(r); // the sweep's look-ahead keeps an image before its request is built
+    const media = ops.media;
+    const read = media.read.bind(media);
+    const reads: string[] = [];
+    media.read = async (id) => {
+      reads.push(id);
+      return read(id);
+    };
+    try {
+      const png = await ops.engineImage(r).bytes!();
+      expect(reads).toEqual([]);
+      expect(Buffer.compare(Buffer.from(png), await fsp.readFile(ops.pathOf(kept)))).toBe(0);
+      // Without room in the decode cache the bytes come from the file: the same bytes.
+      const nocache = new SharpImageOps(media, { cacheBytes: 0 });
+      const r2 = await nocache.resize(await nocache.importFile(GLASS), 812, 364);
+      const k2 = await nocache.keep(r2);
+      expect(k2.id).toBe(kept.id);
+      expect(Buffer.compare(Buffer.from(await nocache.engineImage(r2).bytes!()), Buffer.from(png))).toBe(0);
+      expect(reads).toEqual([kept.id]);
+    } finally {
+      media.read = read;
+    }
+  });
+
   it('past its held limit writes the oldest held images instead of dropping them', async () => {
     const small = new SharpImageOps(new MediaStore(path.join(tmp, 'media')), { heldBytes: 1_000_000, cacheBytes: 0 });
     const ref = await small.importFile(GLASS);

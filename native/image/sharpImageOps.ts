@@ -68,6 +68,11 @@ interface Decoded {
   height: number;
 }
 
+/** A stored image's pixels in the decode cache, with the PNG bytes it was stored as when this ImageOps wrote them. */
+interface Remembered extends Decoded {
+  png?: Buffer;
+}
+
 export interface SharpImageOpsOptions {
   limits?: Partial<ImageLimits>;
   /** Bytes of decoded pixels kept in memory, so a crop of a just-made image skips re-decoding. */
@@ -128,6 +133,9 @@ export async function pngLevelFor(data: Uint8Array, width: number, height: numbe
   return z.length < sample.length * PNG_DEFLATE_PAYS ? 1 : 0;
 }
 
+/** Bytes a decode-cache entry holds: its pixels and, for an image kept here, its PNG. */
+const cachedSize = (r: Remembered) => r.data.length + (r.png?.length ?? 0);
+
 function mp(w: number, h: number): string {
   return `${((w * h) / 1e6).toFixed(1)} MP`;
 }
@@ -137,7 +145,7 @@ export class SharpImageOps implements ImageOps {
   private readonly cacheBytes: number;
   private readonly pngLevel: number | 'auto';
   readonly resampler: 'pillow' | 'libvips';
-  private readonly cache = new Map<string, Decoded>();
+  private readonly cache = new Map<string, Remembered>();
   private cached = 0;
   private readonly heldLimit: number;
   /** Derived images held in memory by held id, oldest first (`isHeldRef`). */
@@ -189,8 +197,10 @@ export class SharpImageOps implements ImageOps {
 
   private keepHeld(id: string, h: Held): Promise<MediaRef> {
     h.kept ??= (async () => {
-      const put = await this.media.put(await this.pngOf(h), 'png');
-      this.remember(put.id, h.d);
+      const png = await this.pngOf(h);
+      const put = await this.media.put(png, 'png');
+      // The PNG stays with the pixels: an engine asking for the kept image's bytes gets them without a read back.
+      this.remember(put.id, h.d, png);
       const ref: MediaRef = { id: put.id, width: h.d.width, height: h.d.height, mime: 'image/png' };
       this.keptAs.set(id, Promise.resolve(ref));
       // Bounded: a held id is used for the length of an episode, not forever (an old one then fails clearly).
@@ -214,14 +224,16 @@ export class SharpImageOps implements ImageOps {
 
   /** A held image's pixels (engines in this process read them instead of a file). */
   async pixelsOf(ref: MediaRef): Promise<Decoded> {
-    return this.decode(ref);
+    const { data, width, height } = await this.decode(ref);
+    return { data, width, height };
   }
 
-  /** A held image's PNG bytes, the same bytes `keep` writes. */
+  /** A held image's PNG bytes, the same bytes `keep` writes (from memory while the decode cache holds them). */
   async bytesOf(ref: MediaRef): Promise<Buffer> {
     const h = this.heldOf(ref);
     if (h) return this.pngOf(h);
-    return this.media.read((await this.keep(ref)).id);
+    const kept = await this.keep(ref);
+    return this.cache.get(kept.id)?.png ?? this.media.read(kept.id);
   }
 
   engineImage(ref: MediaRef): EngineImage {
@@ -326,15 +338,21 @@ export class SharpImageOps implements ImageOps {
     return { id: put.id, width: d.width, height: d.height, mime: 'image/png' };
   }
 
-  private remember(id: string, d: Decoded): void {
-    if (d.data.length > this.cacheBytes) return;
-    this.cache.delete(id);
-    this.cache.set(id, d);
-    this.cached += d.data.length;
+  private remember(id: string, d: Decoded, png?: Buffer): void {
+    const entry: Remembered = png ? { ...d, png } : d;
+    const size = cachedSize(entry);
+    if (size > this.cacheBytes) return;
+    const had = this.cache.get(id);
+    if (had) {
+      this.cache.delete(id);
+      this.cached -= cachedSize(had);
+    }
+    this.cache.set(id, entry);
+    this.cached += size;
     for (const [k, v] of this.cache) {
       if (this.cached <= this.cacheBytes) break;
       this.cache.delete(k);
-      this.cached -= v.data.length;
+      this.cached -= cachedSize(v);
     }
   }
 
