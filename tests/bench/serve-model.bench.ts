@@ -7,13 +7,11 @@
  * throughput, which other work on the machine moves a lot, each row has the server's CPU time per request (its process
  * and its engine processes, Linux /proc), which it moves far less: what batching saves shows there.
  */
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import { BENCH_KEY, startServeModel } from './sweep.bench';
+import { BENCH_KEY, startServeModel, treeCpu } from './sweep.bench';
 import { noiseBytes } from '../support/noise';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -68,24 +66,6 @@ async function throughput(url: string, all: string[], c: number, texts: Map<numb
     }),
   );
   return (all.length / (performance.now() - t0)) * 1000;
-}
-
-/** CPU seconds (user + system) of a process and its descendants, from /proc (Linux); 0 where unreadable. */
-function treeCpu(pid: number): number {
-  let kids: number[] = [];
-  try {
-    kids = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
-  } catch {
-    // no children (pgrep exits 1)
-  }
-  let own = 0;
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    own = (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (100 a second on Linux)
-  } catch {
-    own = 0;
-  }
-  return own + kids.reduce((a, k) => a + treeCpu(k), 0);
 }
 
 const median = (xs: number[]) => {

@@ -12,13 +12,16 @@
  *   server and reads each stream to its end. Their ratio is the runner's whole cost over the server's: image import
  *   and resize, request building, parsing, scoring, the record append. The runner runs twice per round: with its
  *   default look-ahead (the next sample's media prepared while the current request runs) and with `lookahead: 0`
- *   (each sample's media prepared when it starts), so the look-ahead's gain is measured in the same rounds.
+ *   (each sample's media prepared when it starts), so the look-ahead's gain is measured in the same rounds. The CPU
+ *   columns (ms per sample, medians over rounds) are the client's (this process: the runner, or the raw client) and
+ *   the server's (its processes, Linux /proc): far steadier than wall time, and they say when the ratio is CPU-bound,
+ *   i.e. when client + server CPU per sample exceed what the machine's cores give in one raw request's time.
  * - `replay` rows: the same runner with the replay engine (recorded text, no model): the ceiling the runner itself
  *   reaches with real image work (one crop per sample) and real fsync'd appends.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,6 +79,24 @@ const p = new Command(); register(p); await p.parseAsync(${JSON.stringify(['node
   return { url, child, banner: out.split('\n')[0] ?? '' };
 }
 
+/** CPU seconds (user + system) of a process and its descendants, from /proc (Linux); 0 where unreadable. */
+export function treeCpu(pid: number): number {
+  let kids: number[] = [];
+  try {
+    kids = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    // no children (pgrep exits 1)
+  }
+  let own = 0;
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    own = (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (100 a second on Linux)
+  } catch {
+    own = 0;
+  }
+  return own + kids.reduce((a, k) => a + treeCpu(k), 0);
+}
+
 function replayBook(): ReplayBook {
   const byQid = new Map<string, Array<{ text: string }>>();
   for (let i = 0; i < N; i++) {
@@ -115,8 +136,27 @@ export async function appendModes(tmp: string, rounds = 6, perRound = 40): Promi
   return { engine: 'record append awaited per sample (fdatasync each vs background)', samples: rounds * perRound, each_ms: r1(median(ms.each) * 100) / 100, group_ms: r1(median(ms.group) * 100) / 100, 'each max round': r1(Math.max(...ms.each)) };
 }
 
-/** Concurrency 1: the runner against a raw client sending the runner's own request bodies, interleaved. */
-export async function runnerVsRaw(tmp: string, data: string, url: string, rounds = 5, perRound = 16): Promise<Array<Record<string, string | number>>> {
+/** CPU milliseconds this process has used (user + system, all its threads). */
+const ownCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/** One timed pass: wall ms per sample, and CPU ms per sample of this process (the client) and of the server's processes. */
+interface Pass {
+  wall: number;
+  cpu: number;
+  server: number;
+}
+
+/**
+ * Concurrency 1: the runner against a raw client sending the runner's own request bodies, interleaved. With the
+ * server's pid, each row also gives the CPU per sample of the client (this process: the runner, or the raw client)
+ * and of the server: on a machine with few cores the two share them, so a client's CPU beyond what the server leaves
+ * free lengthens every request.
+ */
+export async function runnerVsRaw(tmp: string, data: string, url: string, rounds = 5, perRound = 16, serverPid?: number): Promise<Array<Record<string, string | number>>> {
+  const serverMs = () => (serverPid === undefined ? 0 : treeCpu(serverPid) * 1000);
   const model: ModelSpec = { kind: 'openai', url, model: 'tiny-random-qwen25vl', name: 'tiny' };
   const plan = (limit: number, name: string) => expandPlan({ models: [model], benchmarks: [{ id: 'loupe-synth', data }], settings: { maxTokensPerTurn: 8, limit }, name });
   // 1. Capture the bodies: the runner with an engine that records what it would send and answers at once.
@@ -133,20 +173,26 @@ export async function runnerVsRaw(tmp: string, data: string, url: string, rounds
     };
     await runSweep(plan(perRound, 'capture'), { store: ws.runs, imageOps: new SharpImageOps(ws.media), engines: async () => ({ info: capture.info(), engineFor: () => capture, concurrency: 1, dispose: async () => undefined }) });
   }
-  const raw = async (): Promise<number> => {
+  const raw = async (): Promise<Pass> => {
+    const s0 = serverMs();
+    const c0 = ownCpuMs();
     const t0 = performance.now();
     for (const body of bodies) {
       const res = await fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_KEY}` }, body });
       const text = await res.text();
       if (!res.ok || !text.includes('[DONE]')) throw new Error(`raw client: HTTP ${res.status} ${text.slice(0, 200)}`);
     }
-    return (performance.now() - t0) / bodies.length;
+    const n = bodies.length;
+    return { wall: (performance.now() - t0) / n, cpu: (ownCpuMs() - c0) / n, server: (serverMs() - s0) / n };
   };
-  const runner = async (i: number, lookahead?: number): Promise<number> => {
+  const runner = async (i: number, lookahead?: number): Promise<Pass> => {
     const ws = await new Workspace(path.join(tmp, `runner-${i}-${lookahead ?? 'default'}`)).init();
     const e = new OpenAIEngine({ baseURL: url, model: 'tiny-random-qwen25vl', apiKey: BENCH_KEY, concurrency: 1, timeoutMs: 600_000 });
     let t0 = 0;
+    let c0 = 0;
     let n = 0;
+    // the server is idle during the run's setup, so its CPU is read around the whole run
+    const s0 = serverMs();
     // timed from the first sample's start (the run's setup: bench load, manifest, lock, is once per run, not per sample)
     await runSweep(plan(perRound, `r${i}`), {
       ...(lookahead !== undefined ? { lookahead } : {}),
@@ -154,34 +200,39 @@ export async function runnerVsRaw(tmp: string, data: string, url: string, rounds
       imageOps: new SharpImageOps(ws.media),
       engines: async () => ({ info: e.info(), engineFor: () => e, concurrency: 1, dispose: () => e.dispose() }),
       onEvent: (ev) => {
-        if (ev.type === 'sample-start' && t0 === 0) t0 = performance.now();
+        if (ev.type === 'sample-start' && t0 === 0) {
+          t0 = performance.now();
+          c0 = ownCpuMs();
+        }
         if (ev.type === 'sample') n++;
       },
     });
-    return (performance.now() - t0) / n;
+    return { wall: (performance.now() - t0) / n, cpu: (ownCpuMs() - c0) / n, server: (serverMs() - s0) / n };
   };
   await raw(); // warm the server's image cache and both connection paths
   await runner(-1);
-  const rawMs: number[] = [];
-  const runMs: number[] = [];
-  const serialMs: number[] = [];
+  const rawP: Pass[] = [];
+  const runP: Pass[] = [];
+  const serialP: Pass[] = [];
   for (let i = 0; i < rounds; i++) {
-    rawMs.push(await raw());
-    runMs.push(await runner(i));
-    serialMs.push(await runner(i, 0));
+    rawP.push(await raw());
+    runP.push(await runner(i));
+    serialP.push(await runner(i, 0));
   }
-  const row = (engine: string, ms: number[]) => {
-    const ratios = rawMs.map((r, i) => ms[i]! / r);
+  const med = (ps: Pass[], k: keyof Pass) => r1(median(ps.map((p) => p[k])));
+  const row = (engine: string, ps: Pass[]) => {
+    const ratios = rawP.map((r, i) => ps[i]!.wall / r.wall);
     return {
       engine,
       concurrency: 1,
       samples: rounds * perRound,
-      raw_ms_per_sample: r1(median(rawMs)),
-      wall_ms_per_sample: r1(median(ms)),
+      raw_ms_per_sample: med(rawP, 'wall'),
+      wall_ms_per_sample: med(ps, 'wall'),
       runner_over_raw: `${(Math.round(median(ratios) * 100) / 100).toFixed(2)}× (rounds ${ratios.map((x) => x.toFixed(2)).join(' ')})`,
+      ...(serverPid !== undefined ? { raw_client_cpu_ms: med(rawP, 'cpu'), runner_cpu_ms: med(ps, 'cpu'), server_cpu_ms: med(ps, 'server'), raw_server_cpu_ms: med(rawP, 'server') } : {}),
     };
   };
-  return [row('runner vs raw client (loopback serve-model, c=1)', runMs), row('runner vs raw client, no look-ahead (c=1)', serialMs)];
+  return [row('runner vs raw client (loopback serve-model, c=1)', runP), row('runner vs raw client, no look-ahead (c=1)', serialP)];
 }
 
 export async function bench(): Promise<Array<Record<string, string | number>>> {
@@ -227,7 +278,7 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     rows.push(await appendModes(tmp));
     server = await startServeModel();
     const url = server.url;
-    rows.push(...(await runnerVsRaw(tmp, data, url)));
+    rows.push(...(await runnerVsRaw(tmp, data, url, 5, 16, server.child.pid)));
     for (const c of [1, 8, 64]) {
       const factory: EngineFactory = async () => {
         const e = new OpenAIEngine({ baseURL: url, model: 'tiny-random-qwen25vl', apiKey: BENCH_KEY, concurrency: c, timeoutMs: 600_000 });
