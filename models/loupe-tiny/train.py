@@ -760,8 +760,12 @@ def write_model(model, out, tok_dir, export, tk=None):
     if [k for k in missing if not k.endswith("inv_freq")] or unexpected:
         raise SystemExit(f"train.py: weights do not fit the HF model: missing {missing[:5]}, unexpected {unexpected[:5]}")
     t1 = time.time()
-    chunks = mk.export_onnx(hf, out, dtypes, log)
-    mk.write_model_files(hf, out, chunks)
+    # the check reads the fp32 graphs, so q8 alone exports them too and removes them after the check (`--export q8`
+    # used to fail there: NO_SUCHFILE embed_tokens.onnx)
+    extra = {"fp32"} if tk is not None and "fp32" not in dtypes and "q8" in dtypes else set()
+    chunks = mk.export_onnx(hf, out, dtypes | extra, log)
+    fp32_files = {f"{n}.onnx" for n in ("embed_tokens", "vision_encoder", "decoder_model_merged")} if extra else set()
+    mk.write_model_files(hf, out, {k: v for k, v in chunks.items() if k not in fp32_files})
     for f in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):  # write_model_files may rewrite them
         shutil.copy(os.path.join(tok_dir, f), os.path.join(out, f))
     with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
@@ -770,6 +774,10 @@ def write_model(model, out, tok_dir, export, tk=None):
     if tk is not None:
         check = mk.check_and_parity(hf, out, lambda s: tk.encode(s).ids, mk.render_with_jinja(mk.QWEN_VL_TEMPLATE), mk.synthetic_images(), log,
                                     write_parity=False, eos=[cfg.text_config.eos_token_id, cfg.text_config.pad_token_id])
+    for f in fp32_files:
+        for p in (f"{out}/onnx/{f}", f"{out}/onnx/{f}_data"):
+            if os.path.exists(p):
+                os.remove(p)
     log(f"export {sorted(dtypes)} + check {time.time() - t1:.0f}s")
     return check
 
