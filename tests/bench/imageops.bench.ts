@@ -212,6 +212,7 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
 
     const inMemory = await interleaved([
       ...(py ? [{ name: 'pillow', run: async () => pillowOnce() }] : []),
+      { name: 'decode', run: async () => void (await sharp(jpeg, { failOn: 'warning' }).removeAlpha().raw().toBuffer()) },
       { name: 'libvips', run: async () => void (await sharpPipeline(jpeg, 'libvips')) },
       { name: 'pillow-wasm', run: async () => void (await sharpPipeline(jpeg, 'pillow')) },
       { name: 'pillow-ts', run: async () => void (await sharpPipeline(jpeg, 'pillow-ts')) },
@@ -224,6 +225,11 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     } else {
       rows.push({ pipeline: 'Pillow', median_ms: 'n/a', pillow_over_this: '-', max_event_loop_lag_ms: '-', p99_lag_ms: '-', note: `${note}; no python3 with Pillow found (set LOUPE_PYTHON)` });
     }
+    // The floor: an exact path decodes the whole JPEG, as Pillow does (no shrink-on-load), on one core (a baseline JPEG
+    // has no restart markers to split on). What it leaves of Pillow's time / 3 is what the rest of the pipeline may take
+    // for issue #30's 3× line.
+    const dec = inMemory.get('decode')!;
+    rows.push({ pipeline: 'sharp decode alone (JPEG → RGB), in memory: the floor of every exact path', median_ms: +dec.median.toFixed(1), pillow_over_this: pil ? +(pil.median / dec.median).toFixed(2) : '-', max_event_loop_lag_ms: +dec.maxLag.toFixed(1), p99_lag_ms: +dec.p99Lag.toFixed(1), note: pil ? `Pillow / 3 = ${(pil.median / 3).toFixed(1)} ms; after the decode ${(pil.median / 3 - dec.median).toFixed(1)} ms are left for the resize, the crop and the zoom` : '' });
     const inMemoryRows = [
       ['libvips', 'libvips', 'sharp decode + libvips cubic resize, in memory'],
       ['pillow-wasm', 'pillow', `sharp decode + Pillow-exact resize, WebAssembly SIMD kernels (${wasmResampleAvailable() ? 'running' : 'UNAVAILABLE here: TS kernels'}), in memory`],
