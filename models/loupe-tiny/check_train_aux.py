@@ -352,6 +352,65 @@ def check_mrope(checks, model, b):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def check_export_q8(checks, model, tk, tok_dir):
+    """train.write_model with `--export q8` alone: the check (check_and_parity) reads the fp32 graphs, so they must
+    exist while it runs and be gone after. transformers, onnx and the exporter are not installable where this runs
+    (Debian's apt has no transformers), so stand-ins take their place here: they only write empty files for the dtypes
+    they are asked for, as make_tiny_qwen25vl.export_onnx leaves them, and record what the check saw."""
+    import types
+    seen = {}
+    names = ("embed_tokens", "vision_encoder", "decoder_model_merged")
+
+    def export_onnx(hf, out, dtypes, log):
+        seen["dtypes"] = sorted(dtypes)
+        os.makedirs(os.path.join(out, "onnx"), exist_ok=True)
+        for n in names:
+            for d, suffix in (("fp32", ""), ("q8", "_quantized")):
+                if d in dtypes:
+                    open(os.path.join(out, "onnx", f"{n}{suffix}.onnx"), "wb").close()
+        return {}
+
+    def check_and_parity(hf, out, *a, **k):
+        seen["fp32_at_check"] = all(os.path.exists(os.path.join(out, "onnx", f"{n}.onnx")) for n in names)
+        return {"stand-in": True}
+
+    class Cfg:
+        def __init__(self, **c):
+            self.text_config = types.SimpleNamespace(eos_token_id=1, pad_token_id=0)
+
+    class HF:
+        def __init__(self, cfg):
+            pass
+
+        def eval(self):
+            return self
+
+        def load_state_dict(self, sd, strict=False):
+            return [], []
+
+    stand_ins = {"transformers": types.SimpleNamespace(Qwen2_5_VLConfig=Cfg, Qwen2_5_VLForConditionalGeneration=HF),
+                 "onnx": types.SimpleNamespace(),
+                 "make_tiny_qwen25vl": types.SimpleNamespace(export_onnx=export_onnx, write_model_files=lambda *a, **k: None,
+                                                             check_and_parity=check_and_parity, render_with_jinja=lambda t: None,
+                                                             QWEN_VL_TEMPLATE="", synthetic_images=lambda: {})}
+    before = {k: sys.modules.get(k) for k in stand_ins}
+    d = tempfile.mkdtemp()
+    try:
+        sys.modules.update(stand_ins)
+        check = train.write_model(model, d, tok_dir, "q8", tk)
+        left = sorted(os.listdir(os.path.join(d, "onnx")))
+        checks["export_q8_only"] = (seen.get("fp32_at_check") is True and check == {"stand-in": True}
+                                    and left == sorted(f"{n}_quantized.onnx" for n in names) and "q8" in seen.get("dtypes", []))
+        checks["export_q8_only_detail"] = {"exported": seen.get("dtypes"), "fp32_at_check": seen.get("fp32_at_check"), "left": left}
+    finally:
+        for k, v in before.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(os.path.dirname(HERE), "tiny-random-qwen25vl"))
@@ -584,6 +643,7 @@ def main():
 
     # ---- --mrope-section: the same weights under another split of the rotary frequencies
     check_mrope(checks, model, b_first)
+    check_export_q8(checks, model, tk, a.model)
 
     ok = all(v for k, v in checks.items() if isinstance(v, bool))
     print(json.dumps({"ok": ok, "checks": checks}))
