@@ -21,7 +21,6 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import qwen_torch as qt  # noqa: E402
 import scene_traj as S  # noqa: E402
 import train as T  # noqa: E402
 
@@ -37,11 +36,7 @@ def main():
     ap.add_argument("--mrope-section")
     a = ap.parse_args()
     mp = T.MAX_PIXELS
-    tok, enc = S.encoder(a.model, mp)
-    model = qt.QwenVL.from_pretrained(a.model, dtype=torch.float32, device="cpu")
-    if a.mrope_section:
-        model = T.with_mrope_section(model, [int(v) for v in a.mrope_section.split(",")])
-    model.eval()
+    tok, enc, model = S.probe_model(a.model, mp, a.mrope_section)
     merge = model.vc["merge"]
     img_tok = model.image_token_id
     store = {}

@@ -18,7 +18,6 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import qwen_torch as qt  # noqa: E402
 import scene_traj as S  # noqa: E402
 import train as T  # noqa: E402
 
@@ -50,11 +49,9 @@ def main():
     ap.add_argument("--engine-run")
     a = ap.parse_args()
     mp = T.MAX_PIXELS
-    tok, enc = S.encoder(a.model, mp)
+    tok, enc, model = S.probe_model(a.model, mp)
     eos = [tok.token_to_id("<|im_end|>")]
     scenes = [sc for sc in S.load_scenes([a.scenes], mp, workers=2) if sc.get("video")][: a.n]
-    model = qt.QwenVL.from_pretrained(a.model, dtype=torch.float32, device="cpu")
-    model.eval()
     # one fresh frames-zoom trajectory per scene (the target frame picked, a call box around the target), for both parts
     rng = random.Random(a.seed)
     drawn = [(sc, *got) for sc in scenes if (got := S.draw(sc, rng, enc, tok, mp)) is not None]

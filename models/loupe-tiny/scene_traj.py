@@ -41,6 +41,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pr_env as E  # noqa: E402
+import qwen_torch as qt  # noqa: E402
 import pretrain_reading as PR  # noqa: E402
 import train as T  # noqa: E402
 
@@ -105,6 +106,16 @@ def encoder(tok_dir, max_pixels):
     import rl
     tok = rl.load_tokenizer(tok_dir)
     return tok, rl.Encoder(tok, max_pixels)
+
+
+def probe_model(model_dir, max_pixels, mrope_section=None):
+    """(tokenizer, encoder, model) for the probes: the model in fp32 on the CPU, in eval mode, under `mrope_section`
+    ("T,H,W", train.with_mrope_section) when given."""
+    tok, enc = encoder(model_dir, max_pixels)
+    model = qt.QwenVL.from_pretrained(model_dir, dtype=torch.float32, device="cpu")
+    if mrope_section:
+        model = T.with_mrope_section(model, [int(v) for v in mrope_section.split(",")])
+    return tok, enc, model.eval()
 
 
 def load_scenes(dirs, max_pixels, workers=8, video=True):
