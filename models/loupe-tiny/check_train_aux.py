@@ -31,7 +31,7 @@
 Prints one JSON line {"ok": bool, "checks": {...}} and exits 1 on any failure.
   python3 models/loupe-tiny/check_train_aux.py [--model models/tiny-random-qwen25vl] [--video-scenes SYNTH_DIR]
 """
-import argparse, json, os, re, shutil, sys, tempfile
+import argparse, json, os, re, shutil, subprocess, sys, tempfile
 
 import torch
 
@@ -348,6 +348,14 @@ def check_mrope(checks, model, b):
             json.dump(other.config, f)
         checks["graft_rope_guard"] = (onnx_weights.rope_mismatch(here, os.path.join(d, "same.json")) is None
                                       and "export" in (onnx_weights.rope_mismatch(here, os.path.join(d, "other.json")) or ""))
+        # without --config, the config.json beside the grafted weights is the run's: refused before any graph is read
+        run = os.path.join(d, "run")
+        os.makedirs(run)
+        shutil.copy(os.path.join(d, "other.json"), os.path.join(run, "config.json"))
+        open(os.path.join(run, "w.safetensors"), "wb").close()
+        r = subprocess.run([sys.executable, os.path.join(HERE, "onnx_weights.py"), "--model", here, "--graft",
+                            os.path.join(run, "w.safetensors"), "--out", os.path.join(d, "out")], capture_output=True, text=True)
+        checks["graft_rope_guard_beside"] = r.returncode != 0 and "export.py" in r.stderr and not os.path.exists(os.path.join(d, "out"))
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

@@ -306,7 +306,10 @@ def graft(model_dir, weights, out_dir):
     import torch
     sys.path.insert(0, HERE)
     import qwen_torch as qt
-    sd = {k: v.float().numpy() for k, v in qt.load_safetensors(weights).items()}
+    try:
+        sd = {k: v.float().numpy() for k, v in qt.load_safetensors(weights).items()}
+    except Exception as e:  # a truncated, empty or foreign file: nothing is written
+        raise SystemExit(f"onnx_weights: cannot read {weights} as safetensors ({type(e).__name__}: {e})")
     os.makedirs(os.path.join(out_dir, "onnx"), exist_ok=True)
     for f in os.listdir(model_dir):
         if os.path.isfile(os.path.join(model_dir, f)) and f != "model.safetensors":
@@ -324,11 +327,15 @@ def main():
     ap.add_argument("--dtype", default="fp16", choices=["fp16", "fp32"])
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--graft", help="weights (safetensors) to write into MODEL_DIR's q8 graphs; --out is then a folder")
-    ap.add_argument("--config", help="with --graft: the training run's config.json; refused if its rope parameters (the "
-                    "M-RoPE split) differ from MODEL_DIR's, which the graphs have baked in")
+    ap.add_argument("--config", help="with --graft: the training run's config.json (default: the config.json beside the "
+                    "weights, where there is one); refused if its rope parameters (the M-RoPE split) differ from MODEL_DIR's, "
+                    "which the graphs have baked in")
     a = ap.parse_args()
-    if a.graft and a.config:
-        why = rope_mismatch(a.model, a.config)
+    # a run folder's weights sit beside the config they were trained under: check it unless another is named
+    beside = os.path.join(os.path.dirname(os.path.abspath(a.graft)), "config.json") if a.graft else None
+    run_config = a.config or (beside if beside and os.path.exists(beside) else None)
+    if a.graft and run_config:
+        why = rope_mismatch(a.model, run_config)
         if why:
             raise SystemExit(why)
     if a.graft:

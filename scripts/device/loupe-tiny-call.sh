@@ -7,7 +7,8 @@
 #          loupe-tiny-gpu.sh with setsid; then wait as `wait` does.
 #   wait:  print $W/status until SECONDS_MAX have passed or the run has shipped, then copy what is under $W/ship (the
 #          fp16 weights, split below 16 MiB, logs.tgz) and, where this machine can export (transformers, onnx,
-#          onnxruntime, tokenizers), each shipped model's q8 ONNX (and its config.json, which holds the rope split it was trained under) as one tar into $OUT.
+#          onnxruntime, tokenizers), each shipped model's q8 ONNX and its config.json (which holds the rope split it was
+#          trained under) as one tar into $OUT.
 #   bash scripts/device/loupe-tiny-call.sh start|wait SECONDS_MAX   (the run's settings: loupe-tiny-gpu.sh's variables)
 set -uo pipefail
 MODE=${1:?start|wait}; MAX=${2:-540}

@@ -52,7 +52,7 @@ describe('train.py auxiliary losses', () => {
       'video_named_frame', 'video_pointer_keys', 'video_pointer_covers_target', 'video_pointer_shifted_fails', 'video_box_at', 'video_queries',
       'video_box_weight', 'video_target_head_rows', 'video_pos_probe_named_frame', 'video_off_unchanged', 'video_fallback_box_centre', 'video_pointer_equals_naive',
       'video_pointer_learnable', 'frame_pointer_frame', 'frame_pointer_keys', 'frame_pointer_shifted_fails', 'frame_pointer_queries', 'frame_pointer_off',
-      'mrope_text_unchanged', 'mrope_image_changed', 'mrope_config', 'mrope_bad_split_refused', 'graft_rope_guard', 'export_q8_only']) {
+      'mrope_text_unchanged', 'mrope_image_changed', 'mrope_config', 'mrope_bad_split_refused', 'graft_rope_guard', 'graft_rope_guard_beside', 'export_q8_only']) {
       expect(res.checks[k], `${k}: ${JSON.stringify(res.checks)}`).toBe(true);
     }
     // 3 fresh draws of each video; the shifted keys pass the whole check on none of them
