@@ -25,7 +25,29 @@ export interface Coeffs {
   kk: Int32Array;
 }
 
+/** Weights by (inSize, outSize), most recent last: a sweep resizes many images between the same few sizes. */
+const memo = new Map<string, Coeffs>();
+const MEMO_SIZES = 64;
+
+/**
+ * The weights for resizing `inSize` pixels to `outSize` (remembered for the last MEMO_SIZES pairs; callers only
+ * read them, and pilResampleWasm caches its split of a Coeffs by identity, so a remembered one skips both).
+ */
 export function precompute(inSize: number, outSize: number): Coeffs {
+  const key = `${inSize}:${outSize}`;
+  const hit = memo.get(key);
+  if (hit) {
+    memo.delete(key);
+    memo.set(key, hit);
+    return hit;
+  }
+  const c = computeCoeffs(inSize, outSize);
+  memo.set(key, c);
+  if (memo.size > MEMO_SIZES) memo.delete(memo.keys().next().value!);
+  return c;
+}
+
+function computeCoeffs(inSize: number, outSize: number): Coeffs {
   const scale = inSize / outSize;
   const filterscale = scale < 1 ? 1 : scale;
   const support = SUPPORT * filterscale;

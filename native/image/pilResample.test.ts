@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { findPillowPython } from './pillow';
 import { pilResizeBicubicRGB, pilResizeBicubicRGBAsync, pilResizeBicubicRGBRows } from './pilResample';
 import { noise } from '../../tests/support/noise';
+import { precompute } from './pilCoeffs';
 
 describe('pilResizeBicubicRGB', () => {
   it('keeps a flat image flat and the identity exact', () => {
@@ -14,6 +15,20 @@ describe('pilResizeBicubicRGB', () => {
     const n = noise(13, 11, 1);
     expect(Buffer.compare(Buffer.from(pilResizeBicubicRGB(n, 13, 11, 13, 11)), Buffer.from(n))).toBe(0);
     expect(() => pilResizeBicubicRGB(n, 13, 12, 5, 5)).toThrow(/expected 13×12×3/);
+  });
+
+  it('remembered weights give the same bytes as fresh ones', () => {
+    const n = noise(301, 207, 11);
+    const first = pilResizeBicubicRGB(n, 301, 207, 140, 333);
+    expect(precompute(301, 140)).toBe(precompute(301, 140));
+    // Many other sizes push the pair out of the remembered ones; its weights are then computed again.
+    for (let k = 1; k <= 80; k++) precompute(1000 + k, 500);
+    const again = pilResizeBicubicRGB(n, 301, 207, 140, 333);
+    const twice = pilResizeBicubicRGB(n, 301, 207, 140, 333);
+    expect(Buffer.compare(Buffer.from(first), Buffer.from(again))).toBe(0);
+    expect(Buffer.compare(Buffer.from(first), Buffer.from(twice))).toBe(0);
+    const fresh = precompute(999, 333);
+    expect(fresh).toEqual(precompute(999, 333));
   });
 
   it('the sliced async version gives the same bytes', async () => {
