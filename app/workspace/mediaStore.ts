@@ -56,6 +56,8 @@ export class MediaStore {
   private syncing: Promise<void> | null = null;
   /** The first background fsync failure; `durable()` reports it (the files are whole, but maybe not on disk). */
   private syncError: Error | null = null;
+  /** Set once a write here has succeeded: the folder exists, so later writes skip their mkdir. */
+  private dirMade = false;
   /** Other writers into this folder (a worker thread's store), whose durability `durable()` also waits for. */
   private readonly others = new Set<() => Promise<void>>();
 
@@ -77,11 +79,12 @@ export class MediaStore {
     const file = path.join(this.dir, id);
     if (await exists(file)) return { id, path: file, existed: true };
     if (this.durability === 'each') {
-      await writeFileAtomic(file, bytes);
+      await writeFileAtomic(file, bytes, { dirExists: this.dirMade });
     } else {
-      await writeFileAtomic(file, bytes, { durable: false });
+      await writeFileAtomic(file, bytes, { durable: false, dirExists: this.dirMade });
       this.written(file);
     }
+    this.dirMade = true;
     return { id, path: file, existed: false };
   }
 

@@ -227,6 +227,20 @@ describe('MediaStore', () => {
     await expect(store.put(bytes, 'p/ng')).rejects.toThrow(/bad extension/);
   });
 
+  it('small puts after the first skip the mkdir, and make the folder again when it was removed meanwhile', async () => {
+    for (const durability of ['each', 'group'] as const) {
+      const store = new MediaStore(path.join(tmp, `media-gone-${durability}`), { durability });
+      const first = await store.put(new Uint8Array([1, 2, 3]), 'bin');
+      expect(first.existed).toBe(false);
+      await fsp.rm(store.dir, { recursive: true });
+      const again = await store.put(new Uint8Array([4, 5, 6]), 'bin');
+      expect(again.existed).toBe(false);
+      expect([...(await store.read(again.id))]).toEqual([4, 5, 6]);
+      expect(await store.has(first.id)).toBe(false);
+      await store.durable();
+    }
+  });
+
   it('group durability: put resolves with the whole file in place, fsyncs in the background, and durable() waits for it', async () => {
     const store = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
     expect(store.durability).toBe('group');
