@@ -1,0 +1,88 @@
+/**
+ * models/loupe-tiny/eval_breakdown.py, the per-kind account of where an evaluation's answers are lost (the first crop's
+ * aim; left-of's reading against its boxed option letter), on loupe-synth samples generated here (seed 9, rings and
+ * left-of) and an evaluation file written by hand in the runs' format: a first crop on the target's centre and one
+ * beside it, a left-of turn that reads the left tag and boxes its option, one that reads it and boxes the other option,
+ * and one that names the right-hand tag. A sample the evaluation names but the samples lack is a clear error.
+ *
+ * Needs a python3 (standard library only): LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateSynth } from '../../../app/synth';
+import { sharpSynthRaster } from '../../../native/image/synthRaster';
+import { requirePython } from './python';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-eval-breakdown-'));
+const DATA = path.join(tmp, 'synth');
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+interface Gold {
+  qid: string;
+  category: string;
+  answer: string;
+  options?: string[];
+  target: { norm: [number, number, number, number] };
+  facts: Record<string, string>;
+}
+let gold: Gold[] = [];
+
+beforeAll(async () => {
+  await generateSynth({ seed: 9, n: 6, kinds: ['ring-digits', 'left-of'] }, DATA, sharpSynthRaster);
+  gold = readFileSync(path.join(DATA, 'samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Gold);
+}, 120_000);
+
+const call = (b: number[]) => `Let me zoom in.\n<tool_call>\n{"name": "crop_image_normalized", "arguments": {"bbox_2d": [${b.join(', ')}], "target_image": 1}}\n</tool_call>`;
+
+function run(evalSamples: unknown[]): { status: number | null; stdout: string; stderr: string } {
+  const file = path.join(tmp, `eval-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify({ source: 'hand-written', correct: 0, n: evalSamples.length, samples: evalSamples }));
+  const python = requirePython(['json']);
+  return spawnSync(python, ['models/loupe-tiny/eval_breakdown.py', '--samples', path.join(DATA, 'samples.jsonl'), '--eval', file], { cwd: ROOT, encoding: 'utf8' });
+}
+
+describe('eval_breakdown.py', () => {
+  it('counts first crops on the target centre and left-of readings against their boxed letters', () => {
+    const rings = gold.filter((g) => g.category === 'ring-digits');
+    const lefts = gold.filter((g) => g.category === 'left-of');
+    expect(rings.length).toBeGreaterThanOrEqual(2);
+    expect(lefts.length).toBeGreaterThanOrEqual(3);
+    const [r0, r1] = rings as [Gold, Gold];
+    const around = (t: number[]) => [Math.max(0, t[0]! - 0.05), Math.max(0, t[1]! - 0.05), Math.min(1, t[2]! + 0.05), Math.min(1, t[3]! + 0.05)].map((v) => v.toFixed(3));
+    // a box beside the target: the half of the image the target's centre is not in
+    const beside = (t: number[]) => ((t[0]! + t[2]!) / 2 < 0.5 ? [0.6, 0, 1, 1] : [0, 0, 0.4, 1]);
+    const optionOf = (g: Gold, letter: string) => 'AB'[g.options!.indexOf(letter)]!;
+    const [l0, l1, l2] = lefts as [Gold, Gold, Gold];
+    const samples = [
+      { qid: r0.qid, category: r0.category, correct: true, extracted: r0.answer, turns: [call(around(r0.target.norm).map(Number)), `The ring shows ${r0.answer}: \\boxed{${r0.answer}}`] },
+      { qid: r1.qid, category: r1.category, correct: false, extracted: '1', turns: [call(beside(r1.target.norm)), 'The ring shows 1: \\boxed{1}'] },
+      // reads the left tag, boxes its option: consistent (and right)
+      { qid: l0.qid, category: 'left-of', correct: true, extracted: optionOf(l0, l0.facts.left!).toLowerCase(), turns: [call(around(l0.target.norm).map(Number)), `The left tag shows ${l0.facts.left}: \\boxed{${optionOf(l0, l0.facts.left!)}}`] },
+      // reads the left tag, boxes the other option
+      { qid: l1.qid, category: 'left-of', correct: false, extracted: optionOf(l1, l1.facts.right!).toLowerCase(), turns: [call(beside(l1.target.norm)), `The left tag shows ${l1.facts.left}: \\boxed{${optionOf(l1, l1.facts.right!)}}`] },
+      // names the right-hand tag, boxes its option
+      { qid: l2.qid, category: 'left-of', correct: false, extracted: optionOf(l2, l2.facts.right!).toLowerCase(), turns: [call(around(l2.target.norm).map(Number)), `The left tag shows ${l2.facts.right}: \\boxed{${optionOf(l2, l2.facts.right!)}}`] },
+    ];
+    const r = run(samples);
+    expect(r.status, r.stderr).toBe(0);
+    const row = (k: string) => r.stdout.split('\n').find((l) => l.startsWith(k + ' '))!.trim().split(/\s+/).slice(1).map(Number);
+    expect(row('ring-digits')).toEqual([2, 1, 1, 1]); // n, right, centre, right|centre
+    expect(row('left-of')).toEqual([3, 1, 2, 1]);
+    expect(row('all')).toEqual([5, 2, 3, 2]);
+    const left = r.stdout.split('\n').find((l) => l.startsWith('left-of:'))!;
+    expect(left).toContain('read right / letter of the option read: 1');
+    expect(left).toContain('read right / other letter: 1');
+    expect(left).toContain('read wrong / letter of the option read: 1');
+  });
+
+  it('names a sample the samples file lacks', () => {
+    const r = run([{ qid: 'synth-9-99999', category: 'left-of', correct: false, extracted: 'a', turns: ['The left tag shows K: \\boxed{A}'] }]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('synth-9-99999: not in the samples given');
+  });
+});
