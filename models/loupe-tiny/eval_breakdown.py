@@ -9,11 +9,19 @@ prints per kind:
   the letter of the option it read (consistent) or not.
 
     python3 models/loupe-tiny/eval_breakdown.py --samples DIR/samples.jsonl [...] --eval RUN.json [...]
+
+Does left-of's boxed letter follow the options at all? `--swap-options DATA OUT` writes a benchmark folder of DATA's
+left-of samples, each followed by a copy with its two options in the other order (qid + "-swap", the answer letter moved
+with them; images linked); evaluate it as any other (`npx loupe eval --data OUT`), then `--samples OUT/samples.jsonl
+--eval RUN.json` also prints, per pair, whether the reading and the boxed letter stay the same. A model that looks the
+letter up boxes the other letter when the options swap and it reads the same tag.
 """
 import argparse
 import collections
 import json
+import os
 import re
+import shutil
 import sys
 
 BOX = re.compile(r'"bbox_2d":\s*\[([^\]]*)\]')
@@ -54,11 +62,52 @@ def breakdown(gold, samples):
     return n, centre, right_centre, right, left
 
 
+def swap_options(data, out):
+    """DATA's left-of samples and, after each, the same sample with its options in the other order."""
+    os.makedirs(out, exist_ok=True)
+    for name in ("benchmark.json",):
+        shutil.copyfile(os.path.join(data, name), os.path.join(out, name))
+    if not os.path.exists(os.path.join(out, "images")):
+        os.symlink(os.path.abspath(os.path.join(data, "images")), os.path.join(out, "images"))
+    rows = []
+    with open(os.path.join(data, "samples.jsonl")) as f:
+        for line in f:
+            g = json.loads(line) if line.strip() else None
+            if not g or g.get("category") != "left-of" or len(g.get("options") or []) != 2:
+                continue
+            h = dict(g, qid=g["qid"] + "-swap", options=g["options"][::-1])
+            h["answer"] = "AB"[h["options"].index(g["options"]["AB".index(g["answer"])])]
+            rows += [g, h]
+    with open(os.path.join(out, "samples.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    return len(rows) // 2
+
+
+def swap_pairs(samples):
+    """Per left-of pair (qid, qid-swap): the same reading or not, the same boxed letter or not."""
+    by = {x["qid"]: x for x in samples}
+    c = collections.Counter()
+    for q, x in by.items():
+        y = by.get(q + "-swap")
+        if y is None:
+            continue
+        said = [(READ.search(z["turns"][-1]) or [None, None])[1] if z.get("turns") else None for z in (x, y)]
+        boxed = [(z.get("extracted") or "").strip().upper() for z in (x, y)]
+        c[("same reading" if said[0] == said[1] else "other reading", "same letter" if boxed[0] == boxed[1] else "other letter")] += 1
+    return c
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--samples", nargs="+", required=True, help="loupe-synth samples.jsonl files the runs were made on")
-    ap.add_argument("--eval", nargs="+", required=True, help="evaluation files (runs/*/vN-*-vcot.json)")
+    ap.add_argument("--swap-options", nargs=2, metavar=("DATA", "OUT"), help="write DATA's left-of samples with swapped copies to OUT")
+    ap.add_argument("--samples", nargs="+", help="loupe-synth samples.jsonl files the runs were made on")
+    ap.add_argument("--eval", nargs="+", help="evaluation files (runs/*/vN-*-vcot.json)")
     a = ap.parse_args(argv)
+    if a.swap_options:
+        print(f"{swap_options(*a.swap_options)} left-of pairs written to {a.swap_options[1]}")
+        return 0
+    if not (a.samples and a.eval):
+        ap.error("--samples and --eval are needed (or --swap-options)")
     gold = {}
     for p in a.samples:
         with open(p) as f:
@@ -75,6 +124,9 @@ def main(argv=None):
     print(f"{'all':<12} {tot(n):>4} {tot(right):>6} {tot(centre):>7} {tot(right_centre):>13}")
     if left:
         print("left-of:", ", ".join(f"{a} / {b}: {v}" for (a, b), v in sorted(left.items())))
+    pairs = swap_pairs(samples)
+    if pairs:
+        print("options swapped:", ", ".join(f"{a} / {b}: {v}" for (a, b), v in sorted(pairs.items())))
     return 0
 
 

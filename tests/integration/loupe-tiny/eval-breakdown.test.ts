@@ -4,6 +4,8 @@
  * left-of) and an evaluation file written by hand in the runs' format: a first crop on the target's centre and one
  * beside it, a left-of turn that reads the left tag and boxes its option, one that reads it and boxes the other option,
  * and one that names the right-hand tag. A sample the evaluation names but the samples lack is a clear error.
+ * --swap-options: each left-of sample followed by its copy with the options in the other order and the answer letter
+ * moved with them (nothing else changed, no other kind), and the pairs counted by reading and boxed letter.
  *
  * Needs a python3 (standard library only): LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
@@ -39,11 +41,11 @@ beforeAll(async () => {
 
 const call = (b: number[]) => `Let me zoom in.\n<tool_call>\n{"name": "crop_image_normalized", "arguments": {"bbox_2d": [${b.join(', ')}], "target_image": 1}}\n</tool_call>`;
 
-function run(evalSamples: unknown[]): { status: number | null; stdout: string; stderr: string } {
+function run(evalSamples: unknown[], samplesFile = path.join(DATA, 'samples.jsonl')): { status: number | null; stdout: string; stderr: string } {
   const file = path.join(tmp, `eval-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(file, JSON.stringify({ source: 'hand-written', correct: 0, n: evalSamples.length, samples: evalSamples }));
   const python = requirePython(['json']);
-  return spawnSync(python, ['models/loupe-tiny/eval_breakdown.py', '--samples', path.join(DATA, 'samples.jsonl'), '--eval', file], { cwd: ROOT, encoding: 'utf8' });
+  return spawnSync(python, ['models/loupe-tiny/eval_breakdown.py', '--samples', samplesFile, '--eval', file], { cwd: ROOT, encoding: 'utf8' });
 }
 
 describe('eval_breakdown.py', () => {
@@ -78,6 +80,37 @@ describe('eval_breakdown.py', () => {
     expect(left).toContain('read right / letter of the option read: 1');
     expect(left).toContain('read right / other letter: 1');
     expect(left).toContain('read wrong / letter of the option read: 1');
+  });
+
+  it('--swap-options writes each left-of sample with its options swapped, and the pairs are counted', () => {
+    const python = requirePython(['json']);
+    const out = path.join(tmp, 'swapped');
+    const w = spawnSync(python, ['models/loupe-tiny/eval_breakdown.py', '--swap-options', DATA, out], { cwd: ROOT, encoding: 'utf8' });
+    expect(w.status, w.stderr).toBe(0);
+    const rows = readFileSync(path.join(out, 'samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Gold & Record<string, unknown>);
+    const lefts = gold.filter((g) => g.category === 'left-of');
+    expect(rows.length).toBe(2 * lefts.length);
+    for (let i = 0; i < rows.length; i += 2) {
+      const [a, b] = [rows[i]!, rows[i + 1]!];
+      expect(a).toEqual(lefts[i / 2]);
+      expect(b.qid).toBe(a.qid + '-swap');
+      expect(b.options).toEqual([...a.options!].reverse());
+      expect(b.answer).not.toBe(a.answer);
+      expect(b.options!['AB'.indexOf(b.answer)]).toBe(a.options!['AB'.indexOf(a.answer)]); // the same tag is the answer
+      const { qid: _q, options: _o, answer: _a, ...restA } = a;
+      const { qid: _q2, options: _o2, answer: _a2, ...restB } = b;
+      expect(restB).toEqual(restA);
+    }
+    const [l0, l1, l2] = lefts as [Gold, Gold, Gold];
+    const said = (g: Gold, letter: string) => ({ qid: g.qid, category: 'left-of', correct: false, extracted: letter.toLowerCase(), turns: [`The left tag shows ${g.facts.left}: \\boxed{${letter}}`] });
+    // l0, l2: the same letter both ways (options ignored); l1: the letter moves with the options
+    const r = run(
+      [said(l0, 'A'), { ...said(l0, 'A'), qid: l0.qid + '-swap' }, said(l1, 'A'), { ...said(l1, 'B'), qid: l1.qid + '-swap' }, said(l2, 'B'), { ...said(l2, 'B'), qid: l2.qid + '-swap' }],
+      path.join(out, 'samples.jsonl'),
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const line = r.stdout.split('\n').find((l) => l.startsWith('options swapped:'))!;
+    expect(line).toBe('options swapped: same reading / other letter: 1, same reading / same letter: 2');
   });
 
   it('names a sample the samples file lacks', () => {
