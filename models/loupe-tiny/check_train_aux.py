@@ -133,6 +133,52 @@ def _stop_forward(module, args):
     raise _StopForward
 
 
+def check_option_swap(checks, tk, scene_dir, tok_dir):
+    """--option-swap (scene_traj.OPTION_SWAP) on fresh zoom2 trajectories of the folder's left-of samples: off, the question
+    lists the options as generated and the boxed letter is the sample's answer; on, the options are listed the other way,
+    the boxed letter moves with them, the reading ("The left tag shows K") stays, the option pointer points at the new
+    line's letter and K, and the scene's own sample is left as it was."""
+    import random
+    import scene_traj as S
+    tok, enc = S.encoder(tok_dir, train.MAX_PIXELS)
+    scenes = [sc for sc in S.load_scenes([scene_dir], train.MAX_PIXELS, 2) if not sc.get("video") and sc["sample"]["category"] == "left-of"]
+    checks["option_swap_scenes"] = len(scenes)
+    off_ok = on_ok = ptr_ok = kept_ok = n = 0
+    try:
+        for sc in scenes:
+            s = sc["sample"]
+            before = json.dumps(s, sort_keys=True)
+            a, b = s["options"]
+            flip = "B" if s["answer"] == "A" else "A"
+            for d in range(2):
+                S.OPTION_SWAP = 0.0
+                r0 = S.draw(sc, random.Random(f"{s['qid']}:{d}"), enc, tok, train.MAX_PIXELS)
+                S.OPTION_SWAP = 1.0
+                r1 = S.draw(sc, random.Random(f"{s['qid']}:{d}"), enc, tok, train.MAX_PIXELS)
+                if r0 is None or r1 is None:
+                    continue
+                n += 1
+                t0 = tk.decode(r0[0]["ids"], skip_special_tokens=False)
+                t1 = tk.decode(r1[0]["ids"], skip_special_tokens=False)
+                said = f"The left tag shows {s['facts']['left']}: \\boxed{{"
+                off_ok += int(f"(A) {a}\n(B) {b}\n" in t0 and t0.endswith(said + s["answer"] + "}<|im_end|>") and r0[0]["answer"] == s["answer"])
+                on_ok += int(f"(A) {b}\n(B) {a}\n" in t1 and t1.endswith(said + flip + "}<|im_end|>") and r1[0]["answer"] == flip)
+                ptr = r1[0].get("text_ptr") or []
+                if len(ptr) == 1:
+                    q, keys = ptr[0]
+                    ids = r1[0]["ids"]
+                    ptr_ok += int(tk.decode([ids[keys[0]]]) == chr(65 + [b, a].index(s["facts"]["left"])) and tk.decode([ids[keys[1]]]).strip() == s["facts"]["left"]
+                                  and tk.decode([ids[q + 1]]) == flip)
+                kept_ok += int(json.dumps(sc["sample"], sort_keys=True) == before)
+    finally:
+        S.OPTION_SWAP = 0.0
+    checks["option_swap_draws"] = n
+    checks["option_swap_off"] = n > 0 and off_ok == n
+    checks["option_swap_on"] = n > 0 and on_ok == n
+    checks["option_swap_pointer"] = n > 0 and ptr_ok == n
+    checks["option_swap_sample_kept"] = n > 0 and kept_ok == n
+
+
 def check_video(checks, model, tk, scene_dir, tok_dir, layer, heads_n):
     """Check 8 (above), on fresh frames-zoom trajectories of the folder's video samples (3 draws of each)."""
     import random
@@ -422,6 +468,7 @@ def check_export_q8(checks, model, tk, tok_dir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(os.path.dirname(HERE), "tiny-random-qwen25vl"))
+    ap.add_argument("--left-scenes", help="a loupe-synth folder with left-of image samples: also check --option-swap's draws on them")
     ap.add_argument("--video-scenes", help="a loupe-synth folder with video samples: also check --video-pointer's targets on them")
     a = ap.parse_args()
     torch.manual_seed(0)
@@ -646,6 +693,8 @@ def main():
     if not (checks["scene_crop_centre_on_target"] and checks["scene_crop_equals_episode"]):
         checks["scene_crop_detail"] = {"bad": bad, "size": sc["size"], "region": list(sc["region"].size), "bbox": bbox}
 
+    if a.left_scenes:
+        check_option_swap(checks, tk, a.left_scenes, a.model)
     if a.video_scenes:
         check_video(checks, model, tk, a.video_scenes, a.model, layer, heads_n)
 

@@ -24,6 +24,9 @@ import re
 import shutil
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pr_env import options_swapped  # noqa: E402
+
 BOX = re.compile(r'"bbox_2d":\s*\[([^\]]*)\]')
 READ = re.compile(r"The left tag shows (\w)")
 
@@ -75,9 +78,7 @@ def swap_options(data, out):
             g = json.loads(line) if line.strip() else None
             if not g or g.get("category") != "left-of" or len(g.get("options") or []) != 2:
                 continue
-            h = dict(g, qid=g["qid"] + "-swap", options=g["options"][::-1])
-            h["answer"] = "AB"[h["options"].index(g["options"]["AB".index(g["answer"])])]
-            rows += [g, h]
+            rows += [g, dict(options_swapped(g), qid=g["qid"] + "-swap")]
     with open(os.path.join(out, "samples.jsonl"), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
     return len(rows) // 2

@@ -66,6 +66,15 @@ def synth_question(sample):
     return q
 
 
+def options_swapped(sample):
+    """A two-option sample (left-of) with its options in the other order and the answer letter moved with them: the same
+    question about the same image, only the letter that names the answer differs."""
+    opts = sample["options"]
+    if len(opts) != 2 or sample["answer"] not in ("A", "B"):
+        raise ValueError(f"{sample.get('qid')}: options_swapped needs two options and an answer A or B")
+    return dict(sample, options=opts[::-1], answer="B" if sample["answer"] == "A" else "A")
+
+
 def render_first_turn(question, n_images=1, prompt="vcot"):
     """The first prompt exactly as renderQwenChat renders it: system, user (images first, then text), generation prompt."""
     return (f"{IM_START}system\n{pr_system_prompt(prompt)}{IM_END}\n{IM_START}user\n" + VISION_IMAGE * n_images

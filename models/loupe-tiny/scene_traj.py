@@ -144,6 +144,7 @@ def load_scenes(dirs, max_pixels, workers=8, video=True):
 
 # ---- video scenes
 
+OPTION_SWAP = 0.0  # train.py --option-swap: the share of left-of draws made with the options in the other order
 VIDEO_CACHE = 128  # video scenes whose 16 engine-resized frames stay decoded (LRU)
 _frames = collections.OrderedDict()
 _frames_lock = threading.Lock()
@@ -532,7 +533,12 @@ def option_pointer(s, ids, a0, text, at, tok):
 
 def draw(sc, rng, enc, tok, max_pixels):
     """A new trajectory of the scene: a random call box around its target (and for a video a random frame pick), up to 8
-    tries."""
+    tries. With OPTION_SWAP > 0, that share of left-of draws asks the question with the two options in the other order
+    (E.options_swapped): a scene drawn again and again then has no fixed answer letter to remember, only the letter of
+    the option it reads."""
+    s = sc["sample"]
+    if OPTION_SWAP > 0 and s["category"] == "left-of" and len(s.get("options") or []) == 2 and rng.random() < OPTION_SWAP:
+        sc = dict(sc, sample=E.options_swapped(s))
     for _ in range(8):
         if sc.get("video"):
             picks = frame_picks(rng, sc["sample"])

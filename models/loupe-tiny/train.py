@@ -870,6 +870,7 @@ def main():
     ap.add_argument("--scene-frac", type=float, default=0.5, help="share of each batch drawn fresh from --scenes")
     ap.add_argument("--scene-video-frac", type=float, default=0.15, help="share of the steps whose fresh draws are frames-zoom trajectories of --scenes' video samples (when it has any; 0: none); the other steps draw image zoom trajectories")
     ap.add_argument("--scene-video-max", type=int, default=24, help="at most this many fresh videos on a video step (its batch is that many shorter)")
+    ap.add_argument("--option-swap", type=float, default=0.0, help="share of the fresh left-of draws asked with their two options in the other order (scene_traj.OPTION_SWAP; 0: never)")
     ap.add_argument("--scene-video-cache", type=int, default=128, help="video scenes whose decoded frames stay in memory (LRU; ~4.5 MB each)")
     ap.add_argument("--scene-workers", type=int, default=8, help="threads building the next step's fresh trajectories")
     ap.add_argument("--crop-eval", type=int, default=64, help="held-out zoom first turns to generate at the end (crop hit rate)")
@@ -966,6 +967,7 @@ def main():
         t_ = time.time()
         sdirs = [d for d in a.scenes.split(",") if d.strip()]
         scene_traj.VIDEO_CACHE = a.scene_video_cache
+        scene_traj.OPTION_SWAP = a.option_swap
         loaded = [sc for sc in scene_traj.load_scenes(sdirs, MAX_PIXELS, a.scene_workers, video=a.scene_video_frac > 0) if sc["qid"] not in val_q]
         scenes = [sc for sc in loaded if not sc.get("video")]
         vscenes = [sc for sc in loaded if sc.get("video")]

@@ -7,7 +7,7 @@
  * --swap-options: each left-of sample followed by its copy with the options in the other order and the answer letter
  * moved with them (nothing else changed, no other kind), and the pairs counted by reading and boxed letter.
  *
- * Needs a python3 (standard library only): LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
+ * Needs a python3 with numpy and Pillow (pr_env.py, which it shares the swap with): LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,7 +44,7 @@ const call = (b: number[]) => `Let me zoom in.\n<tool_call>\n{"name": "crop_imag
 function run(evalSamples: unknown[], samplesFile = path.join(DATA, 'samples.jsonl')): { status: number | null; stdout: string; stderr: string } {
   const file = path.join(tmp, `eval-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(file, JSON.stringify({ source: 'hand-written', correct: 0, n: evalSamples.length, samples: evalSamples }));
-  const python = requirePython(['json']);
+  const python = requirePython(['numpy', 'PIL']);
   return spawnSync(python, ['models/loupe-tiny/eval_breakdown.py', '--samples', samplesFile, '--eval', file], { cwd: ROOT, encoding: 'utf8' });
 }
 
@@ -83,7 +83,7 @@ describe('eval_breakdown.py', () => {
   });
 
   it('--swap-options writes each left-of sample with its options swapped, and the pairs are counted', () => {
-    const python = requirePython(['json']);
+    const python = requirePython(['numpy', 'PIL']);
     const out = path.join(tmp, 'swapped');
     const w = spawnSync(python, ['models/loupe-tiny/eval_breakdown.py', '--swap-options', DATA, out], { cwd: ROOT, encoding: 'utf8' });
     expect(w.status, w.stderr).toBe(0);

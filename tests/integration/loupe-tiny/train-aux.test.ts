@@ -12,6 +12,9 @@
  * that check, vbox_at is exactly the call's box numbers, and without the flag the batch is unchanged. --frame-pointer on
  * the same draws: the select_frames turn's queries end right before the number of the crop's frame, their keys are the
  * 3x3 tokens around the target in that frame among the video's own frames (keys a row down fail), and only with the flag.
+ * --option-swap on four left-of scenes (`loupe synth --seed 9 --n 4`, left-of only), two draws each: off, the options
+ * as generated and the sample's answer letter; on, the options the other way, the boxed letter moved with them, the
+ * same reading, the option pointer on the new line's letter and tag, the scene's sample unchanged.
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
@@ -28,16 +31,18 @@ import { sharpSynthRaster } from '../../../native/image/synthRaster';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'loupe-train-aux-'));
 const VIDEOS = path.join(tmp, 'videos');
+const LEFT = path.join(tmp, 'left-of');
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 beforeAll(async () => {
   await generateSynth({ seed: 9, n: 0, video: 2, kinds: ['ring-digits', 'tag-letter'] }, VIDEOS, sharpSynthRaster);
+  await generateSynth({ seed: 9, n: 4, kinds: ['left-of'] }, LEFT, sharpSynthRaster);
 }, 120_000);
 
 describe('train.py auxiliary losses', () => {
   it('derive the right targets (first turn, reading turn, video crop turn), match the naive attention, and can be learned', () => {
     const python = requirePython(['torch', 'numpy', 'PIL']);
-    const r = spawnSync(python, ['models/loupe-tiny/check_train_aux.py', '--video-scenes', VIDEOS], {
+    const r = spawnSync(python, ['models/loupe-tiny/check_train_aux.py', '--video-scenes', VIDEOS, '--left-scenes', LEFT], {
       cwd: ROOT,
       encoding: 'utf8',
       env: { ...process.env, OMP_NUM_THREADS: '1' },
@@ -52,12 +57,14 @@ describe('train.py auxiliary losses', () => {
       'video_named_frame', 'video_pointer_keys', 'video_pointer_covers_target', 'video_pointer_shifted_fails', 'video_box_at', 'video_queries',
       'video_box_weight', 'video_target_head_rows', 'video_pos_probe_named_frame', 'video_off_unchanged', 'video_fallback_box_centre', 'video_pointer_equals_naive',
       'video_pointer_learnable', 'frame_pointer_frame', 'frame_pointer_keys', 'frame_pointer_shifted_fails', 'frame_pointer_queries', 'frame_pointer_off',
-      'mrope_text_unchanged', 'mrope_image_changed', 'mrope_config', 'mrope_bad_split_refused', 'graft_rope_guard', 'graft_rope_guard_beside', 'export_q8_only']) {
+      'mrope_text_unchanged', 'mrope_image_changed', 'mrope_config', 'mrope_bad_split_refused', 'graft_rope_guard', 'graft_rope_guard_beside', 'export_q8_only',
+      'option_swap_off', 'option_swap_on', 'option_swap_pointer', 'option_swap_sample_kept']) {
       expect(res.checks[k], `${k}: ${JSON.stringify(res.checks)}`).toBe(true);
     }
     // 3 fresh draws of each video; the shifted keys pass the whole check on none of them
     const vc = res.checks.video_counts as { records: number; keys: number; shifted_passing: number };
     expect(res.checks.video_records).toBe(6);
+    expect(res.checks.option_swap_draws).toBe(8); // 4 scenes, 2 draws each, none refused
     expect(vc.keys).toBe(6);
     expect(vc.shifted_passing).toBe(0);
     const fc = res.checks.frame_pointer_counts as { records: number; keys: number; queries: number; shifted_passing: number };
