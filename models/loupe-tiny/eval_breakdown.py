@@ -24,9 +24,6 @@ import re
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pr_env import options_swapped  # noqa: E402
-
 BOX = re.compile(r'"bbox_2d":\s*\[([^\]]*)\]')
 READ = re.compile(r"The left tag shows (\w)")
 
@@ -67,6 +64,8 @@ def breakdown(gold, samples):
 
 def swap_options(data, out):
     """DATA's left-of samples and, after each, the same sample with its options in the other order."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from pr_env import options_swapped  # the training draws' swap (numpy and Pillow come with it; the breakdown needs neither)
     os.makedirs(out, exist_ok=True)
     for name in ("benchmark.json",):
         shutil.copyfile(os.path.join(data, name), os.path.join(out, name))
