@@ -126,12 +126,19 @@ export class FakeUtilityProcess extends EventEmitter implements Pick<E.UtilityPr
     this.r.rec('UtilityProcess.postMessage', message, transfer.map((p) => p.name));
     const ids = transfer.map((p) => {
       const id = portId(p);
-      p.remote = (data) => {
-        if (this.child.connected) this.child.send({ kind: 'port', id, data });
-      };
+      p.remote = (data) => this.send({ kind: 'port', id, data });
       return id;
     });
-    if (this.child.connected) this.child.send({ kind: 'parent', data: message, ports: ids });
+    this.send({ kind: 'parent', data: message, ports: ids });
+  }
+  /**
+   * A message to a process that is exiting is dropped, as Electron's utilityProcess drops one whose pipe has closed. The
+   * IPC channel can still read as connected while the child is going away: without the callback, Node reports the
+   * failed write (EPIPE) as an 'error' event, which nothing here listens to, so it surfaced as an uncaught exception
+   * after a quit test ("quitting shuts the core down through main") had passed.
+   */
+  private send(msg: unknown): void {
+    if (this.child.connected) this.child.send(msg as Parameters<ChildProcess['send']>[0], () => {});
   }
   kill(): boolean {
     this.r.rec('UtilityProcess.kill');
