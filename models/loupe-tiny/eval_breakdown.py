@@ -29,8 +29,15 @@ READ = re.compile(r"The left tag shows (\w)")
 
 
 def load_eval(path):
-    with open(path) as f:
-        return json.load(f)["samples"]
+    """An evaluation file's samples, or a one-line error naming the file (not a traceback)."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{path}: not a readable evaluation file ({e})")
+    if not isinstance(d, dict) or not isinstance(d.get("samples"), list) or not all(isinstance(x, dict) and "qid" in x for x in d["samples"]):
+        raise SystemExit(f"{path}: not an evaluation file (expected {{\"samples\": [{{\"qid\": …}}, …]}})")
+    return d["samples"]
 
 
 def breakdown(gold, samples):

@@ -967,6 +967,8 @@ def main():
         t_ = time.time()
         sdirs = [d for d in a.scenes.split(",") if d.strip()]
         scene_traj.VIDEO_CACHE = a.scene_video_cache
+        if not 0.0 <= a.option_swap <= 1.0:
+            raise SystemExit(f"train.py: --option-swap is a share of the left-of draws, 0 to 1 (got {a.option_swap})")
         scene_traj.OPTION_SWAP = a.option_swap
         loaded = [sc for sc in scene_traj.load_scenes(sdirs, MAX_PIXELS, a.scene_workers, video=a.scene_video_frac > 0) if sc["qid"] not in val_q]
         scenes = [sc for sc in loaded if not sc.get("video")]

@@ -113,6 +113,18 @@ describe('eval_breakdown.py', () => {
     expect(line).toBe('options swapped: same reading / other letter: 1, same reading / same letter: 2');
   });
 
+  it('a truncated or foreign evaluation file is a one-line error naming it', () => {
+    const python = requirePython(['json']);
+    for (const [name, body] of [['truncated.json', '{"samples": [{"qid": "synth-9-0'], ['foreign.json', '{"rows": []}']] as const) {
+      const f = path.join(tmp, name);
+      writeFileSync(f, body);
+      const r = spawnSync(python, ['models/loupe-tiny/eval_breakdown.py', '--samples', path.join(DATA, 'samples.jsonl'), '--eval', f], { cwd: ROOT, encoding: 'utf8' });
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toContain(`${f}: not`);
+      expect(r.stderr).not.toContain('Traceback');
+    }
+  });
+
   it('names a sample the samples file lacks', () => {
     const r = run([{ qid: 'synth-9-99999', category: 'left-of', correct: false, extracted: 'a', turns: ['The left tag shows K: \\boxed{A}'] }]);
     expect(r.status).not.toBe(0);
