@@ -127,9 +127,16 @@ function readOut(s: SynthSample): string {
       // One number per dot ("I count 1, 2, 3: \\boxed{3}"): a small model counts by looking at one more dot per
       // number, and the answer is the last number it reached.
       return `I count ${Array.from({ length: Number(f.count) }, (_, i) => i + 1).join(', ')}: \\boxed{${s.answer}}`;
-    case 'left-of':
-      // The left tag's letter, read on the closer crop of that tag, then the option that names it.
-      return `The left tag shows ${f.left}: \\boxed{${s.answer}}`;
+    case 'left-of': {
+      // The left tag's letter, read on the closer crop of that tag. Then option (A)'s letter, copied from the question,
+      // ends the turn where it is the letter read, else option (B)'s follows; the boxed letter is the last option
+      // written. A letter-to-option lookup in one token was not learned by a 12 M model (the loupe-tiny README's v18
+      // section); a copy, a compare and a copy of the nearest option letter are steps such a model does learn.
+      const said = `The left tag shows ${f.left}`;
+      const o = s.options ?? [];
+      if (o.length !== 2) return `${said}: \\boxed{${s.answer}}`;
+      return o[0] === f.left ? `${said}; (A) ${o[0]}: \\boxed{${s.answer}}` : `${said}; (A) ${o[0]}, (B) ${o[1]}: \\boxed{${s.answer}}`;
+    }
   }
 }
 

@@ -136,8 +136,8 @@ def _stop_forward(module, args):
 def check_option_swap(checks, tk, scene_dir, tok_dir):
     """--option-swap (scene_traj.OPTION_SWAP) on fresh zoom2 trajectories of the folder's left-of samples: off, the question
     lists the options as generated and the boxed letter is the sample's answer; on, the options are listed the other way,
-    the boxed letter moves with them, the reading ("The left tag shows K") stays, the option pointer points at the new
-    line's letter and K, and the scene's own sample is left as it was."""
+    the boxed letter moves with them, the reading ("The left tag shows K") stays and lists the new order's options, the
+    option pointers copy from the new lines (scene_traj.option_pointer_ok), and the scene's own sample is left as it was."""
     import random
     import scene_traj as S
     tok, enc = S.encoder(tok_dir, train.MAX_PIXELS)
@@ -160,15 +160,13 @@ def check_option_swap(checks, tk, scene_dir, tok_dir):
                 n += 1
                 t0 = tk.decode(r0[0]["ids"], skip_special_tokens=False)
                 t1 = tk.decode(r1[0]["ids"], skip_special_tokens=False)
-                said = f"The left tag shows {s['facts']['left']}: \\boxed{{"
-                off_ok += int(f"(A) {a}\n(B) {b}\n" in t0 and t0.endswith(said + s["answer"] + "}<|im_end|>") and r0[0]["answer"] == s["answer"])
-                on_ok += int(f"(A) {b}\n(B) {a}\n" in t1 and t1.endswith(said + flip + "}<|im_end|>") and r1[0]["answer"] == flip)
-                ptr = r1[0].get("text_ptr") or []
-                if len(ptr) == 1:
-                    q, keys = ptr[0]
-                    ids = r1[0]["ids"]
-                    ptr_ok += int(tk.decode([ids[keys[0]]]) == chr(65 + [b, a].index(s["facts"]["left"])) and tk.decode([ids[keys[1]]]).strip() == s["facts"]["left"]
-                                  and tk.decode([ids[q + 1]]) == flip)
+                left = s["facts"]["left"]
+                said = lambda o: f"The left tag shows {left}; " + ("(A) " + o[0] if o[0] == left else f"(A) {o[0]}, (B) {o[1]}") + ": \\boxed{"  # noqa: E731
+                off_ok += int(f"(A) {a}\n(B) {b}\n" in t0 and t0.endswith(said([a, b]) + s["answer"] + "}<|im_end|>") and r0[0]["answer"] == s["answer"])
+                on_ok += int(f"(A) {b}\n(B) {a}\n" in t1 and t1.endswith(said([b, a]) + flip + "}<|im_end|>") and r1[0]["answer"] == flip)
+                # the swapped draw's pointers: copies from the new lines, the compares, the answer on the moved letter
+                got = S.option_pointer_ok(r1[0], tok, left)
+                ptr_ok += int(got[0] == (3 if b == left else 5) and got[1] == got[0])
                 kept_ok += int(json.dumps(sc["sample"], sort_keys=True) == before)
     finally:
         S.OPTION_SWAP = 0.0

@@ -58,7 +58,12 @@ def read_out(s):
     if s["category"] == "box-dots":
         return f"I count {', '.join(str(k) for k in range(1, int(f['count']) + 1))}: \\boxed{{{s['answer']}}}"
     if s["category"] == "left-of":
-        return f"The left tag shows {f['left']}: \\boxed{{{s['answer']}}}"
+        # trajectories.ts: option (A)'s letter copied from the question, then (B)'s where (A) is not the letter read
+        said, o = f"The left tag shows {f['left']}", s.get("options") or []
+        if len(o) != 2:
+            return f"{said}: \\boxed{{{s['answer']}}}"
+        opts = f"(A) {o[0]}" if o[0] == f["left"] else f"(A) {o[0]}, (B) {o[1]}"
+        return f"{said}; {opts}: \\boxed{{{s['answer']}}}"
     return f"The tag shows {f['letter']}: \\boxed{{{s['answer']}}}"
 
 
@@ -511,24 +516,60 @@ def glyph_pointers(s, text, at, tok, crop_box, size, sc=None):
 
 
 def option_pointer(s, ids, a0, text, at, tok):
-    """left-of: the option letter's query (the token before it in "\\boxed{B}") looks back at the question's option line of
-    the letter the turn read ("(B) K": its "B" and its "K"; the "K" token has seen "(B) " before it), so the answer is the
-    option of the letter said, not a guess between A and B. -> [(query, [key positions])] in the record's ids (the
-    question is in ids[:a0], the reading turn starts at `at`), or [] for the other kinds or where the line is not found."""
-    if s["category"] != "left-of" or not s.get("options"):
+    """left-of, the reading turn "The left tag shows K; (A) R, (B) K: \\boxed{B}" (read_out): three kinds of look back,
+    for train.py's text pointer -> [(query, [key positions])] in the record's ids (the question is in ids[:a0], the turn
+    starts at `at`), or [] for the other kinds or where a line is not found:
+    - copy: the query before each option's letter in the turn looks at that option's letter in the question's line
+      "(A) R" (the token that holds "R", after "(", "A", ")");
+    - compare: each option's letter in the turn looks at the letter read ("shows K"), since its next token says whether
+      they are the same (":" ends the list) or not ("," and the next option);
+    - answer: the query before the boxed letter looks at the letter of the last option written ("(B)"'s B).
+    A one-token lookup from the letter read to its option letter was what v13-v18 were trained on; none learned it."""
+    if s["category"] != "left-of" or len(s.get("options") or []) != 2:
         return []
-    m = re.match(r"The left tag shows (\w)", text)
+    m = re.match(r"The left tag shows (\w); ", text)
+    if not m:
+        return []
+    line, d = {}, lambda i: tok.decode([ids[i]])  # noqa: E731
+    for o, letter in enumerate(s["options"]):
+        head = tok.encode("(") + tok.encode(chr(65 + o)) + tok.encode(")")
+        # the option's letter after its "(A)": a token of its own after " ", or one with the space (" C")
+        line[chr(65 + o)] = next((k for i in range(a0 - len(head) - 1) if ids[i:i + len(head)] == head
+                                  for k in (i + len(head), i + len(head) + 1) if d(k).strip() == letter
+                                  and tok.decode(ids[i + len(head):k + 1]) == " " + letter), None)
+    if None in line.values():
+        return []
+    t = token_at(tok, text)
+    read = at + t(m.start(1))
+    out, last = [], None
+    for o in re.finditer(r"\(([AB])\) (\w)", text[m.end():]):
+        p = m.end() + o.start(2)
+        out.append((at + t(p) - 1, [line[o.group(1)]]))
+        out.append((at + t(p), [read]))
+        last = at + t(m.end() + o.start(1))
     j = text.rfind("{") + 1
-    if not m or j <= 0 or m.group(1) not in s["options"]:
+    if last is None or j <= 0:
         return []
-    opt = chr(65 + s["options"].index(m.group(1)))
-    pat = tok.encode("(") + tok.encode(opt) + tok.encode(")") + tok.encode(" ") + tok.encode(m.group(1))
-    if len(pat) != 5:
-        return []
-    for i in range(a0 - 4):
-        if ids[i:i + 5] == pat:
-            return [(at + token_at(tok, text)(j) - 1, [i + 1, i + 4])]
-    return []
+    out.append((at + t(j) - 1, [last]))
+    return out
+
+
+def option_pointer_ok(r, tok, left):
+    """Whether a record's text pointer (option_pointer) says what its tokens say: each copy's next token is the letter its
+    key holds in the question (ids[:spans[0][0]]); each compare looks at the letter read (`left`) and its next token is
+    ":" where its own letter is that one, else ","; the last entry's next token is the boxed answer, which its key holds.
+    -> (entries, right ones); the --check-glyphs report and check_train_aux use it."""
+    ids, ptr = r["ids"], r.get("text_ptr") or []
+    d = lambda i: tok.decode([ids[i]]).strip()  # noqa: E731
+    ok = 0
+    for k, (q, keys) in enumerate(ptr):
+        if k == len(ptr) - 1:
+            ok += int(d(q + 1) == str(r["answer"]) == d(keys[0]))
+        elif k % 2 == 0:
+            ok += int(keys[0] < r["spans"][0][0] and d(q + 1) == d(keys[0]) != "")
+        else:
+            ok += int(d(keys[0]) == str(left) and d(q + 1).startswith(":" if d(q) == str(left) else ","))
+    return len(ptr), ok
 
 
 def draw(sc, rng, enc, tok, max_pixels):
@@ -636,10 +677,10 @@ def check_glyphs(scene_dir, tok_dir, max_pixels, draws=4):
             f = sc["sample"].get("facts", {})
             says = ([str(k + 1) for k in range(int(r["answer"]))] if r["category"] == "box-dots"
                     else [str(f.get("left"))] if r["category"] == "left-of" else list(str(r["answer"])))
-            # left-of: the option letter's query precedes the answer letter and looks at "(B)"'s B and its option's letter
-            for q, keys in r.get("text_ptr") or []:
-                n_opt += 1
-                ok_opt += int(tok.decode([r["ids"][q + 1]]) == str(r["answer"]) and [tok.decode([r["ids"][k]]) for k in keys] == [str(r["answer"]), says[0]])
+            # left-of: the option letters copied from the question, compared with the letter read, and the answer (option_pointer)
+            if r["category"] == "left-of":
+                got = option_pointer_ok(r, tok, f.get("left"))
+                n_opt, ok_opt = n_opt + got[0], ok_opt + got[1]
             xs = [g[1] for g in glyphs]
             in_order = len(glyphs) == len(says) and (xs == sorted(xs) or r["category"] == "box-dots")  # dots: rows, each left to right
             ok_order += int(in_order)

@@ -194,10 +194,14 @@ describe('scene_traj.py: fresh zoom and frames-zoom trajectories', () => {
     expect(rep.query_before_glyph).toBe(rep.glyphs);
     expect(rep.ink_under_pointer, log).toBe(rep.glyphs);
     expect(rep.trajectories_in_order).toBe(32);
-    // left-of's option pointer: from the token before the boxed option letter to the question's "(B) K" line of the
-    // letter read (seed 7 has 4 left-of scenes: 4 draws each)
-    expect(rep.option_pointer).toBe(16);
-    expect(rep.option_pointer_ok).toBe(16);
+    // left-of's option pointers ("The left tag shows K; (A) R, (B) K: \\boxed{B}"): each option letter written copies
+    // from its question line and is compared with the letter read, and the boxed letter looks at the last option written:
+    // 3 pointers where the answer is (A), 5 where it is (B); 4 draws of each left-of scene (seed 7 has 4)
+    const left = readFileSync(path.join(SYNTH2, 'samples.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { category: string; answer: string }).filter((s) => s.category === 'left-of');
+    expect(left.length).toBe(4);
+    expect(new Set(left.map((s) => s.answer)).size, 'both answer letters').toBe(2);
+    expect(rep.option_pointer).toBe(4 * left.reduce((n, s) => n + (s.answer === 'A' ? 3 : 5), 0));
+    expect(rep.option_pointer_ok).toBe(rep.option_pointer);
     expect(r.status, log).toBe(0);
   }, 120_000);
 

@@ -180,8 +180,10 @@ describe('loupe-synth SFT trajectories', () => {
         'ring-digits': `The ring shows ${[...String(f.digits)].join(', ')}: \\boxed{${s.answer}}`,
         'tag-letter': `The tag shows ${f.letter}: \\boxed{${s.answer}}`,
         'box-dots': `I count ${Array.from({ length: Number(f.count) }, (_, i) => i + 1).join(', ')}: \\boxed{${s.answer}}`,
-        'left-of': `The left tag shows ${f.left}: \\boxed{${s.answer}}`,
+        // the left letter, option (A)'s letter, and where that is not it option (B)'s: the boxed letter is the last written
+        'left-of': s.options?.length !== 2 ? `The left tag shows ${f.left}: \\boxed{${s.answer}}` : s.options[0] === f.left ? `The left tag shows ${f.left}; (A) ${f.left}: \\boxed{A}` : `The left tag shows ${f.left}; (A) ${f.right}, (B) ${f.left}: \\boxed{B}`,
       }[s.category];
+      if (s.category === 'left-of' && s.options?.length === 2) seen.add(`left-of/answer-${s.answer}`);
       for (const t of synthTrajectories(s)) {
         seen.add(`${s.category}/${t.kind}`);
         const turns = t.message_list.filter((m) => m.role === 'assistant').map((m) => textOf(m));
@@ -220,6 +222,8 @@ describe('loupe-synth SFT trajectories', () => {
       }
     }
     for (const k of ['ring-digits', 'tag-letter', 'box-dots', 'left-of']) for (const kind of [CLOSER_KINDS.has(k) ? 'zoom2' : 'zoom', 'recover']) expect(seen).toContain(`${k}/${kind}`);
+    expect(seen).toContain('left-of/answer-A');
+    expect(seen).toContain('left-of/answer-B');
     expect([...seen].some((k) => k.endsWith('/direct'))).toBe(true);
     expect([...seen].some((k) => k.endsWith('/frames-zoom'))).toBe(true);
   });
