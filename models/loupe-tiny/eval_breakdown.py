@@ -6,7 +6,8 @@ prints per kind:
 - centre: the first `crop_image_normalized` box holds the target's centre (the first crop, on the global view);
 - right|centre: of those, answered right;
 - left-of: the tag the final turn says it read ("The left tag shows K") is the left one, and the boxed option letter is
-  the letter of the option it read (consistent) or not.
+  the letter of the option it read (consistent) or not; and whether the options the turn lists after it ("; (A) R,
+  (B) K", the reading turn since the v19 recipe) are the question's, copied right.
 
     python3 models/loupe-tiny/eval_breakdown.py --samples DIR/samples.jsonl [...] --eval RUN.json [...]
 
@@ -26,6 +27,7 @@ import sys
 
 BOX = re.compile(r'"bbox_2d":\s*\[([^\]]*)\]')
 READ = re.compile(r"The left tag shows (\w)")
+LISTED = re.compile(r"\(([AB])\) (\w)")  # the reading turn's options since the v19 recipe: "; (A) R, (B) K: \\boxed{B}"
 
 
 def load_eval(path):
@@ -42,7 +44,7 @@ def load_eval(path):
 
 def breakdown(gold, samples):
     n, centre, right_centre, right = (collections.Counter() for _ in range(4))
-    left = collections.Counter()
+    left, lists = collections.Counter(), collections.Counter()
     for x in samples:
         g = gold.get(x["qid"])
         if g is None:
@@ -66,7 +68,12 @@ def breakdown(gold, samples):
             boxed = (x.get("extracted") or "").strip().upper()
             left[("read right" if read == g["facts"]["left"] else "read wrong" if read else "no reading",
                   "letter of the option read" if said and boxed == said else "other letter")] += 1
-    return n, centre, right_centre, right, left
+            # the options the turn lists after its reading: each copied from the question or not
+            tail = x["turns"][-1][r.end():] if r else ""
+            listed = LISTED.findall(tail.split("\\boxed")[0])
+            copied = listed and all(o in "AB"[:len(opts)] and opts["AB".index(o)] == v for o, v in listed)
+            lists["no options listed" if not listed else "options copied right" if copied else "options copied wrong"] += 1
+    return n, centre, right_centre, right, left, lists
 
 
 def swap_options(data, out):
@@ -123,7 +130,7 @@ def main(argv=None):
                     g = json.loads(line)
                     gold[g["qid"]] = g
     samples = [x for p in a.eval for x in load_eval(p)]
-    n, centre, right_centre, right, left = breakdown(gold, samples)
+    n, centre, right_centre, right, left, lists = breakdown(gold, samples)
     print(f"{'kind':<12} {'n':>4} {'right':>6} {'centre':>7} {'right|centre':>13}")
     for k in sorted(n):
         print(f"{k:<12} {n[k]:>4} {right[k]:>6} {centre[k]:>7} {right_centre[k]:>13}")
@@ -131,6 +138,7 @@ def main(argv=None):
     print(f"{'all':<12} {tot(n):>4} {tot(right):>6} {tot(centre):>7} {tot(right_centre):>13}")
     if left:
         print("left-of:", ", ".join(f"{a} / {b}: {v}" for (a, b), v in sorted(left.items())))
+        print("left-of lists:", ", ".join(f"{a}: {v}" for a, v in sorted(lists.items())))
     pairs = swap_pairs(samples)
     if pairs:
         print("options swapped:", ", ".join(f"{a} / {b}: {v}" for (a, b), v in sorted(pairs.items())))

@@ -64,9 +64,11 @@ describe('eval_breakdown.py', () => {
       { qid: r0.qid, category: r0.category, correct: true, extracted: r0.answer, turns: [call(around(r0.target.norm).map(Number)), `The ring shows ${r0.answer}: \\boxed{${r0.answer}}`] },
       { qid: r1.qid, category: r1.category, correct: false, extracted: '1', turns: [call(beside(r1.target.norm)), 'The ring shows 1: \\boxed{1}'] },
       // reads the left tag, boxes its option: consistent (and right)
-      { qid: l0.qid, category: 'left-of', correct: true, extracted: optionOf(l0, l0.facts.left!).toLowerCase(), turns: [call(around(l0.target.norm).map(Number)), `The left tag shows ${l0.facts.left}: \\boxed{${optionOf(l0, l0.facts.left!)}}`] },
+      // (the turn since the v19 recipe: the options listed after the reading, copied right)
+      { qid: l0.qid, category: 'left-of', correct: true, extracted: optionOf(l0, l0.facts.left!).toLowerCase(), turns: [call(around(l0.target.norm).map(Number)), `The left tag shows ${l0.facts.left}; (A) ${l0.options![0]}, (B) ${l0.options![1]}: \\boxed{${optionOf(l0, l0.facts.left!)}}`] },
       // reads the left tag, boxes the other option
-      { qid: l1.qid, category: 'left-of', correct: false, extracted: optionOf(l1, l1.facts.right!).toLowerCase(), turns: [call(beside(l1.target.norm)), `The left tag shows ${l1.facts.left}: \\boxed{${optionOf(l1, l1.facts.right!)}}`] },
+      // (its list has the options' letters the other way round: copied wrong)
+      { qid: l1.qid, category: 'left-of', correct: false, extracted: optionOf(l1, l1.facts.right!).toLowerCase(), turns: [call(beside(l1.target.norm)), `The left tag shows ${l1.facts.left}; (A) ${l1.options![1]}, (B) ${l1.options![0]}: \\boxed{${optionOf(l1, l1.facts.right!)}}`] },
       // names the right-hand tag, boxes its option
       { qid: l2.qid, category: 'left-of', correct: false, extracted: optionOf(l2, l2.facts.right!).toLowerCase(), turns: [call(around(l2.target.norm).map(Number)), `The left tag shows ${l2.facts.right}: \\boxed{${optionOf(l2, l2.facts.right!)}}`] },
     ];
@@ -80,6 +82,8 @@ describe('eval_breakdown.py', () => {
     expect(left).toContain('read right / letter of the option read: 1');
     expect(left).toContain('read right / other letter: 1');
     expect(left).toContain('read wrong / letter of the option read: 1');
+    const lists = r.stdout.split('\n').find((l) => l.startsWith('left-of lists:'))!;
+    expect(lists).toBe('left-of lists: no options listed: 1, options copied right: 1, options copied wrong: 1');
   });
 
   it('--swap-options writes each left-of sample with its options swapped, and the pairs are counted', () => {
