@@ -7,7 +7,7 @@
 #
 # The first call unpacks what scripts/device/carry.py brought (/tmp/loupe-carry: node-pack.tar.xz, tools.tar.xz,
 # ort129.tar.xz + SHA256SUMS once complete). Steps:
-#   setup     (DTYPES05=fp16: export the 0.5B in fp16 only; ONLY=7b: no 0.5B; SKIP7B_BENCH=1: the 7B export alone) unpack the node pack to /tmp/np and the tools (this checkout's models/ and scripts/) to /tmp/wt, then
+#   setup     (DTYPES05=fp16: export the 0.5B in fp16 only; ONLY=7b: no 0.5B; ONLY=0.5b: no 7B; SKIP7B_BENCH=1: the 7B export alone) unpack the node pack to /tmp/np and the tools (this checkout's models/ and scripts/) to /tmp/wt, then
 #             start, detached (it outlives the call), the fp16/fp32 ONNX export of the random 0.5B, then the PyTorch
 #             reference and fp16 ONNX export of the random 7B: logs and reports in /tmp/r
 #   assemble  put onnxruntime-node 1.29 + its CUDA provider into /tmp/np (cuda-ep-assemble.sh); /tmp/ld.sh exports
@@ -31,7 +31,8 @@
 #             (--no-decode-loop), with it (ops attention) and with it on GroupQueryAttention (VARIANTS picks), interleaved over two rounds (WARMUP tokens first, default 128), their greedy tokens
 #             compared, an onnxruntime profile of the loop, then PyTorch eager/sdpa on the same card, then (LOGITS=1, the
 #             default) the loop graph's logits for 32 steps against PyTorch fp32 (models/logits_compare.py)
-#   gqa-first the GroupQueryAttention loop's first-time-per-KV-length cost under onnxruntime session options (SESSIONS)
+#   gqa-first the GroupQueryAttention loop's first-time-per-KV-length cost under node environment settings and onnxruntime
+#             session options (VARIANTS; MODEL=0.5b for the random 0.5B)
 #   logits7b  only that logits comparison (after loop7b with LOGITS=0, when one call cannot hold both)
 #   loop05    the same pair on the random 0.5B (fp16) beside the exported decoder: the 0.5B before/after
 #   status    what the detached jobs have done so far
@@ -106,8 +107,8 @@ setup)
   export05="PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 0.5b --skip-bench --dtypes ${DTYPES05:-fp16,fp32} --out /tmp/random-0.5b --report $R/gpu-bench-0.5b.json > $R/gpu-bench-0.5b.log 2>&1; echo \$? > $R/05b.rc"
   # SKIP7B_BENCH=1: export the 7B only (no bandwidth / PyTorch generate here; loop7b measures both beside the engine)
   export7b="PYTHONUNBUFFERED=1 python3 models/gpu_bench.py --config 7b ${SKIP7B_BENCH:+--skip-bench} --out /tmp/random-7b --report $R/gpu-bench-7b.json > $R/gpu-bench-7b.log 2>&1; echo \$? > $R/7b.rc"
-  # FIRST=7b: the 7B first (its export is the long one), the 0.5B after it; ONLY=7b: no 0.5B
-  if [ "${ONLY:-}" = 7b ]; then jobs="$export7b"; elif [ "${FIRST:-0.5b}" = 7b ]; then jobs="$export7b; $export05"; else jobs="$export05; $export7b"; fi
+  # FIRST=7b: the 7B first (its export is the long one), the 0.5B after it; ONLY=7b: no 0.5B; ONLY=0.5b: no 7B
+  if [ "${ONLY:-}" = 7b ]; then jobs="$export7b"; elif [ "${ONLY:-}" = 0.5b ]; then jobs="$export05"; elif [ "${FIRST:-0.5b}" = 7b ]; then jobs="$export7b; $export05"; else jobs="$export05; $export7b"; fi
   setsid nohup bash -c "$jobs" > /dev/null 2>&1 < /dev/null &
   sleep 15; tail -3 "$R/gpu-bench-0.5b.log"
   ;;
@@ -321,25 +322,33 @@ PY
   ;;
 gqa-first)
   # the GroupQueryAttention loop's cost the first time a session meets a KV length: the warm-up (new lengths) against
-  # the timed run (the same lengths again), for each onnxruntime session-option set in SESSIONS (JSON objects through
-  # LOUPE_ORT_SESSION, one per line; the empty line = none), beside the ops loop
+  # the timed run (the same lengths again), beside the ops loop, for each line of VARIANTS: environment assignments
+  # for node (such as CUDA_MODULE_LOADING=EAGER), then onnxruntime session options as a JSON object (LOUPE_ORT_SESSION);
+  # the empty line = neither. MODEL=0.5b runs it on the random 0.5B (its export takes about a minute; the 7B's seven)
   node_env
-  [ -f "$R/7b.rc" ] || { echo "the 7B export is not done yet"; exit 1; }
-  M=/tmp/random-7b O=/tmp/random-7b/onnx F=decoder_model_merged_fused_fp16.onnx B=$(bw)
+  case "${MODEL:-7b}" in
+    7b) M=/tmp/random-7b rc=7b.rc ;;
+    0.5b) M=/tmp/random-0.5b rc=05b.rc ;;
+    *) echo "MODEL is 7b or 0.5b"; exit 2 ;;
+  esac
+  [ -f "$R/$rc" ] || { echo "the ${MODEL:-7b} export is not done yet"; exit 1; }
+  O=$M/onnx F=decoder_model_merged_fused_fp16.onnx B=$(bw)
   for v in loop loop-gqa; do
     [ -f "$O/fused-$v.onnx" ] && continue
     flags=; [ "$v" = loop-gqa ] && flags="--fused-attention gqa"
     "$NP/node" "$NP/loupe.mjs" convert --fused $flags $M && mv "$O/$F" "$O/fused-$v.onnx" || exit 1
   done
   i=0
-  printf '%s\n' "${SESSIONS:-
-{\"enableMemPattern\": false}}" | while IFS= read -r opts; do
+  printf '%s\n' "${VARIANTS:-
+{\"enableMemPattern\": false}
+CUDA_MODULE_LOADING=EAGER}" | while IFS= read -r line; do
     i=$((i + 1))
+    envs=${line%%\{*} opts=${line#"${line%%\{*}"}
     for v in loop-gqa loop; do
       ln -sf "fused-$v.onnx" "$O/$F"
-      LOUPE_ORT_SESSION="$opts" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 64 --warmup-tokens 64 --runs 1 \
-        --bandwidth-gbs "$B" --json "$OUT/gqa-first-$v-$i.json" > /dev/null 2> "$R/gqa-first.err" || tail -3 "$R/gqa-first.err"
-      python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(sys.argv[2], repr(sys.argv[3]), 'new lengths', d.get('warmup_decode_tok_s'), 'met lengths', d['decode_tok_s'])" "$OUT/gqa-first-$v-$i.json" "$v" "$opts"
+      env $envs LOUPE_ORT_SESSION="$opts" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 64 --warmup-tokens 64 --runs 1 \
+        --bandwidth-gbs "$B" --json "$OUT/gqa-first-${MODEL:-7b}-$v-$i.json" > /dev/null 2> "$R/gqa-first.err" || { tail -3 "$R/gqa-first.err"; continue; }
+      python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(sys.argv[2], repr(sys.argv[3]), 'device', d.get('device'), 'new lengths', d.get('warmup_decode_tok_s'), 'met lengths', d['decode_tok_s'])" "$OUT/gqa-first-${MODEL:-7b}-$v-$i.json" "$v" "$line"
     done
   done
   ;;
