@@ -33,11 +33,12 @@
 #             default) the loop graph's logits for 32 steps against PyTorch fp32 (models/logits_compare.py)
 #   gqa-first the GroupQueryAttention loop's first-time-per-KV-length cost under node environment settings and onnxruntime
 #             session options (VARIANTS; MODEL=0.5b for the random 0.5B)
+#   gqa-plan  no GPU: the variants gqa-first would run, each as its node environment and session options
 #   logits7b  only that logits comparison (after loop7b with LOGITS=0, when one call cannot hold both)
 #   loop05    the same pair on the random 0.5B (fp16) beside the exported decoder: the 0.5B before/after
 #   status    what the detached jobs have done so far
 set -uo pipefail
-step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|loop7b|gqa-first|logits7b|loop05|status}
+step=${1:?usage: gpu-engine-calls.sh setup|assemble|served|bench05|bench7b|fused05|fused7b|wait7b|attn7b|attn7b-check|loop7b|gqa-first|gqa-plan|logits7b|loop05|status}
 # LOUPE_WT / LOUPE_R move the tools and logs folders (for the script's own test here; the device uses the defaults)
 C=/tmp/loupe-carry NP=/tmp/np/node-pack WT=${LOUPE_WT:-/tmp/wt} R=${LOUPE_R:-/tmp/r}
 OUT=${OUT:-/tmp/out}
@@ -63,6 +64,18 @@ bw() {
     (cd "$WT/models" && python3 -c "import gpu_bench;print(round(gpu_bench.bandwidth()['gb_s_read_plus_write']))" 2>/dev/null) || echo 3000
 }
 node_env() { [ -f /tmp/ld.sh ] || { echo "run the assemble step first"; exit 1; }; . /tmp/ld.sh; }
+# gqa-first's variants, one per line on stdout as ENV, the unit separator (\x1f: not whitespace, so an empty ENV stays
+# a field), JSON: VARIANTS, else the defaults (none, memory patterns
+# off, kernels loaded at start). Each line: environment assignments for node, then onnxruntime session options as a
+# JSON object; the empty line = neither. (The defaults sit in a variable: a "}" inside ${VARIANTS:-…} would end the
+# expansion there, which once cut a default line in two.)
+gqa_variants() {
+  local defaults=$'\n{"enableMemPattern": false}\nCUDA_MODULE_LOADING=EAGER' line envs
+  printf '%s\n' "${VARIANTS:-$defaults}" | while IFS= read -r line; do
+    envs=${line%%\{*}
+    printf '%s\x1f%s\n' "$(echo $envs)" "${line#"$envs"}"
+  done
+}
 # logits of two runs (engine-bench --logits-out: float32 rows of vocab size) compared: A B VOCAB REPORT
 cmp_logits() {
   python3 - "$@" <<'PY'
@@ -339,11 +352,8 @@ gqa-first)
     "$NP/node" "$NP/loupe.mjs" convert --fused $flags $M && mv "$O/$F" "$O/fused-$v.onnx" || exit 1
   done
   i=0
-  printf '%s\n' "${VARIANTS:-
-{\"enableMemPattern\": false}
-CUDA_MODULE_LOADING=EAGER}" | while IFS= read -r line; do
-    i=$((i + 1))
-    envs=${line%%\{*} opts=${line#"${line%%\{*}"}
+  gqa_variants | while IFS=$'\x1f' read -r envs opts; do
+    i=$((i + 1)) line="$envs $opts"
     for v in loop-gqa loop; do
       ln -sf "fused-$v.onnx" "$O/$F"
       env $envs LOUPE_ORT_SESSION="$opts" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 64 --warmup-tokens 64 --runs 1 \
@@ -351,6 +361,10 @@ CUDA_MODULE_LOADING=EAGER}" | while IFS= read -r line; do
       python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(sys.argv[2], repr(sys.argv[3]), 'device', d.get('device'), 'new lengths', d.get('warmup_decode_tok_s'), 'met lengths', d['decode_tok_s'])" "$OUT/gqa-first-${MODEL:-7b}-$v-$i.json" "$v" "$line"
     done
   done
+  ;;
+gqa-plan)
+  # what gqa-first would run, without a GPU: each variant's node environment and session options
+  gqa_variants | while IFS=$'\x1f' read -r envs opts; do echo "env [$envs] session [$opts]"; done
   ;;
 logits7b)
   node_env

@@ -47,4 +47,22 @@ describe('gpu-engine-calls.sh', () => {
     expect(second.stderr).not.toContain('refreshed');
     expect(second.stdout).toContain('job line');
   });
+
+  it("gqa-first's variants: node environment and onnxruntime session options per line, the defaults intact", () => {
+    const r = path.join(tmp, 'r-plan');
+    mkdirSync(r, { recursive: true });
+    const plan = (variants?: string) =>
+      spawnSync('bash', [path.join(ROOT, 'scripts/device/gpu-engine-calls.sh'), 'gqa-plan'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, LOUPE_CALLS_FRESH: '1', LOUPE_WT: path.join(tmp, 'wt-plan'), LOUPE_R: r, OUT: path.join(tmp, 'out-plan'), VARIANTS: variants ?? '' },
+      }).stdout.split('\n').filter((l) => l.startsWith('env ['));
+    // the defaults: none, memory patterns off, kernels loaded at start (a "}" in the default once cut its JSON line in two)
+    expect(plan()).toEqual(['env [] session []', 'env [] session [{"enableMemPattern": false}]', 'env [CUDA_MODULE_LOADING=EAGER] session []']);
+    expect(plan('A=1 B=2 {"x": {"y": 1}}\n\n{"graphOptimizationLevel": "basic"}')).toEqual([
+      'env [A=1 B=2] session [{"x": {"y": 1}}]',
+      'env [] session []',
+      'env [] session [{"graphOptimizationLevel": "basic"}]',
+    ]);
+  });
 });
