@@ -39,6 +39,13 @@ def load_eval(path):
         raise SystemExit(f"{path}: not a readable evaluation file ({e})")
     if not isinstance(d, dict) or not isinstance(d.get("samples"), list) or not all(isinstance(x, dict) and "qid" in x for x in d["samples"]):
         raise SystemExit(f"{path}: not an evaluation file (expected {{\"samples\": [{{\"qid\": …}}, …]}})")
+    for x in d["samples"]:
+        # the turns' texts are what the breakdown reads: a list of strings where present
+        t = x.get("turns")
+        if t is not None and not (isinstance(t, list) and all(isinstance(v, str) for v in t)):
+            raise SystemExit(f"{path}: not an evaluation file (sample {x['qid']}: \"turns\" is not a list of texts)")
+        if not isinstance(x.get("extracted") or "", str):
+            raise SystemExit(f"{path}: not an evaluation file (sample {x['qid']}: \"extracted\" is not a text)")
     return d["samples"]
 
 

@@ -119,7 +119,15 @@ describe('eval_breakdown.py', () => {
 
   it('a truncated or foreign evaluation file is a one-line error naming it', () => {
     const python = requirePython(['json']);
-    for (const [name, body] of [['truncated.json', '{"samples": [{"qid": "synth-9-0'], ['foreign.json', '{"rows": []}']] as const) {
+    const q = gold[0]!.qid;
+    for (const [name, body] of [
+      ['truncated.json', '{"samples": [{"qid": "synth-9-0'],
+      ['foreign.json', '{"rows": []}'],
+      // a sample whose turns are not a list of texts (a null turn ended in a TypeError; a bare string was read letter by letter)
+      ['null-turn.json', JSON.stringify({ samples: [{ qid: q, correct: false, turns: [null] }] })],
+      ['string-turns.json', JSON.stringify({ samples: [{ qid: q, correct: false, turns: 'The ring shows 1: \\boxed{1}' }] })],
+      ['number-extracted.json', JSON.stringify({ samples: [{ qid: q, correct: false, extracted: 7, turns: [] }] })],
+    ] as const) {
       const f = path.join(tmp, name);
       writeFileSync(f, body);
       const r = spawnSync(python, ['models/loupe-tiny/eval_breakdown.py', '--samples', path.join(DATA, 'samples.jsonl'), '--eval', f], { cwd: ROOT, encoding: 'utf8' });
