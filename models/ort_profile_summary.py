@@ -5,7 +5,13 @@ prefill and decode steps, and for the decode steps (the median step) where the t
 op type (top N), the copies between host and device (Memcpy nodes), and the gap between the run's wall time and the
 sum of its nodes' times (what the executor spends between nodes).
 
-  python3 models/ort_profile_summary.py PREFIX_*.json [--top 15] [--out summary.json]
+  python3 models/ort_profile_summary.py PREFIX_*.json [--top 15] [--per-run] [--out summary.json]
+
+  python3 models/ort_profile_summary.py --brief summary.json   (one line per run of a --per-run summary)
+
+--per-run adds every run of each file (wall time, nodes, the top op types): a run of the decode loop holds all its
+steps, so comparing two loop runs over the same lengths (the first time, then again) shows which op pays for a length
+met the first time.
 
 A node's time on the CUDA provider is the host time of its Compute() call, which for most CUDA kernels is the launch
 (the kernels run asynchronously); a node that waits for the device (a copy to the host) absorbs the queued kernels'
@@ -71,7 +77,7 @@ def summarise_run(run, nodes, top):
     }
 
 
-def summarise_file(path, top):
+def summarise_file(path, top, per_run=False):
     events = json.load(open(path))
     runs = runs_of(events)
     rows = [(r, n, seq_len(n)) for r, n in runs]
@@ -79,6 +85,8 @@ def summarise_file(path, top):
     other = [(r, n, s) for r, n, s in rows if s != 1]
     res = {"file": path.split("/")[-1], "runs": len(runs), "decode_steps": len(decode),
            "other_runs": [{"seq_len": s, "wall_us": r["dur"], "nodes": len(n)} for r, n, s in other][:8]}
+    if per_run:
+        res["runs_detail"] = [dict(seq_len=s, **summarise_run(r, n, top)) for r, n, s in rows]
     if decode:
         walls = [r["dur"] for r, _ in decode]
         med = statistics.median(walls)
@@ -91,13 +99,39 @@ def summarise_file(path, top):
     return res
 
 
+def brief(summary, top=4):
+    """One line per run of a --per-run summary: file, run index, sequence length, wall ms, nodes, the top op types."""
+    lines = []
+    if not isinstance(summary, list):
+        raise ValueError("not a list of file summaries")
+    for f in summary:
+        if not isinstance(f, dict) or "runs_detail" not in f:
+            raise ValueError("an entry without runs_detail")
+        for k, r in enumerate(f["runs_detail"]):
+            ops = ", ".join(f"{o['op']} {o['us'] / 1000:.1f} ms ×{o['count']}" for o in r["top_ops_us"][:top])
+            lines.append(f"{f['file']} run {k}: seq {r['seq_len']}, {r['wall_us'] / 1000:.1f} ms, {r['nodes']} nodes, gap {r['gap_us'] / 1000:.1f} ms; {ops}")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="+")
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--per-run", action="store_true", help="every run of each file, not only the median decode step")
     ap.add_argument("--out")
+    ap.add_argument("--brief", action="store_true", help="FILES are --per-run summaries: print one line per run")
     a = ap.parse_args()
-    out = [summarise_file(f, a.top) for f in a.files]
+    if a.brief:
+        for path in a.files:
+            try:
+                summary = json.load(open(path))
+                lines = brief(summary)
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                print(f"{path}: not a --per-run summary ({e})", file=sys.stderr)
+                return 1
+            print("\n".join(lines) if lines else f"{path}: no runs")
+        return 0
+    out = [summarise_file(f, a.top, a.per_run) for f in a.files]
     text = json.dumps(out, indent=1)
     if a.out:
         open(a.out, "w").write(text + "\n")

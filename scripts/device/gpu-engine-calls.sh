@@ -351,8 +351,10 @@ gqa-first)
     flags=; [ "$v" = loop-gqa ] && flags="--fused-attention gqa"
     "$NP/node" "$NP/loupe.mjs" convert --fused $flags $M && mv "$O/$F" "$O/fused-$v.onnx" || exit 1
   done
+  # PROFILE=1: then one more run of each loop with onnxruntime's profiler (per run: wall time and the top op types;
+  # the warm-up's loop run against the timed one says which op pays at a new length); PROFILE=only: that run alone
   i=0
-  gqa_variants | while IFS=$'\x1f' read -r envs opts; do
+  [ "${PROFILE:-0}" = only ] || gqa_variants | while IFS=$'\x1f' read -r envs opts; do
     i=$((i + 1)) line="$envs $opts"
     for v in loop-gqa loop; do
       ln -sf "fused-$v.onnx" "$O/$F"
@@ -361,6 +363,16 @@ gqa-first)
       python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(sys.argv[2], repr(sys.argv[3]), 'device', d.get('device'), 'new lengths', d.get('warmup_decode_tok_s'), 'met lengths', d['decode_tok_s'])" "$OUT/gqa-first-${MODEL:-7b}-$v-$i.json" "$v" "$line"
     done
   done
+  if [ "${PROFILE:-0}" != 0 ]; then
+    for v in loop-gqa loop; do
+      ln -sf "fused-$v.onnx" "$O/$F"
+      P="$R/prof-first-$v" && rm -rf "$P" && mkdir -p "$P"
+      LOUPE_ORT_PROFILE="$P/ort" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 64 --warmup-tokens 64 --runs 1 \
+        --bandwidth-gbs "$B" --json "$P/bench.json" > /dev/null 2> "$P.err" || { tail -3 "$P.err"; continue; }
+      python3 "$WT/models/ort_profile_summary.py" "$P"/ort_*.json --per-run --top 8 --out "$OUT/ort-profile-first-${MODEL:-7b}-$v.json" > /dev/null || { echo "profile summary failed"; continue; }
+      python3 "$WT/models/ort_profile_summary.py" --brief "$OUT/ort-profile-first-${MODEL:-7b}-$v.json" | sed "s/^/$v /"
+    done
+  fi
   ;;
 gqa-plan)
   # what gqa-first would run, without a GPU: each variant's node environment and session options

@@ -5,7 +5,7 @@
  * models/ort_profile_summary.py splits into prefill runs and decode steps.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -86,5 +86,19 @@ describe('local engine diagnostics', () => {
     expect(decoder?.other_runs.some((o) => (o.seq_len ?? 0) > 1)).toBe(true);
     expect(decoder?.median_decode_step?.nodes).toBeGreaterThan(10);
     expect(Object.keys(decoder!.median_decode_step!.by_provider_us)).toContain('CPU');
+    // --per-run: every run of the decoder (prefill, then 3 steps), each with its top ops; --brief: one line per run
+    const out = path.join(tmp, 'per-run.json');
+    const pr = spawnSync(py, ['models/ort_profile_summary.py', ...files, '--per-run', '--top', '3', '--out', out], { cwd: ROOT, encoding: 'utf8' });
+    expect(pr.status, pr.stderr).toBe(0);
+    const per = (JSON.parse(readFileSync(out, 'utf8')) as Array<{ decode_steps: number; runs_detail: Array<{ seq_len: number | null; nodes: number; top_ops_us: unknown[] }> }>).find((s) => s.decode_steps > 0)!;
+    expect(per.runs_detail.map((r) => r.seq_len === 1)).toEqual([false, true, true, true]);
+    for (const r of per.runs_detail) expect(r.top_ops_us.length).toBe(3);
+    const br = spawnSync(py, ['models/ort_profile_summary.py', '--brief', out], { cwd: ROOT, encoding: 'utf8' });
+    expect(br.status, br.stderr).toBe(0);
+    expect(br.stdout).toMatch(/run 3: seq 1, [\d.]+ ms, \d+ nodes, gap [-\d.]+ ms; \w+ \(CPU\) [\d.]+ ms ×\d+/);
+    // a summary without runs_detail, or not a summary at all: said, not a traceback
+    const plain = spawnSync(py, ['models/ort_profile_summary.py', '--brief', files[0]!], { cwd: ROOT, encoding: 'utf8' });
+    expect(plain.status).toBe(1);
+    expect(plain.stderr).toMatch(/not a --per-run summary/);
   });
 });
