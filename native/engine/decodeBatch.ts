@@ -43,14 +43,18 @@ export interface BatchRow {
   past?: SoloKv;
 }
 
+/** Positions per row for a longest row of `n` tokens: room for the next token and at least 31 more, in steps of 64. */
+export const capacityFor = (n: number) => Math.ceil((n + 32) / 64) * 64;
+
 export class DecodeBatcher {
   private members: object[] = [];
-  private T = 0;
+  /** Positions per row of the KV buffers (the attention mask's length): a row's context at [0, n_b), zeros after. */
+  private C = 0;
   private lens: number[] = [];
-  /** Current past per input name, [B, H, T, Dh]. */
+  /** Per past input name, [B, H, C, Dh]: fed to every step as it is, the new rows written in after the step. */
   private kv = new Map<string, Float32Array>();
-  /** Two output buffers per present name, used in turn (they grow by doubling). */
-  private readonly arena = new Map<string, [Float32Array, Float32Array]>();
+  /** Per past input name, the step's new rows, [B, H, 1, Dh] (the graph's new_key_values outputs; reused). */
+  private fresh = new Map<string, Float32Array>();
   private logits = new Float32Array(0);
   readonly pastNames: string[];
 
@@ -83,7 +87,7 @@ export class DecodeBatcher {
     for (const name of this.pastNames) {
       const src = this.kv.get(name)!;
       const dst = new Float32Array(H * n * Dh);
-      for (let h = 0; h < H; h++) dst.set(src.subarray((b * H + h) * this.T * Dh, ((b * H + h) * this.T + n) * Dh), h * n * Dh);
+      for (let h = 0; h < H; h++) dst.set(src.subarray((b * H + h) * this.C * Dh, ((b * H + h) * this.C + n) * Dh), h * n * Dh);
       out[name] = { data: dst, dims: [1, H, n, Dh] };
     }
     return out;
@@ -92,7 +96,7 @@ export class DecodeBatcher {
   /** Ends the batched session (the engine is unloading). */
   async release(): Promise<void> {
     this.clear();
-    this.arena.clear();
+    this.fresh.clear();
     await this.session.release();
   }
 
@@ -101,7 +105,7 @@ export class DecodeBatcher {
     this.members = [];
     this.kv.clear();
     this.lens = [];
-    this.T = 0;
+    this.C = 0;
   }
 
   /**
@@ -114,34 +118,26 @@ export class DecodeBatcher {
     if (embeds.length !== B * D) throw new Error(`embeddings for ${B} rows of ${D}: got ${embeds.length} values`);
     if (rows.length !== this.members.length || rows.some((r, i) => r.key !== this.members[i])) this.rebuild(rows);
     for (let b = 0; b < B; b++) if (rows[b]!.kvLen !== this.lens[b]) throw new Error(`row ${b}: ${rows[b]!.kvLen} tokens of KV expected, the batch holds ${this.lens[b]}`);
-    const T = this.T;
-    const mask = new BigInt64Array(B * (T + 1));
+    if (Math.max(...this.lens) + 1 > this.C) this.place(this.members, this.lens, capacityFor(Math.max(...this.lens)));
+    const C = this.C;
+    const mask = new BigInt64Array(B * C);
     const pos = new BigInt64Array(3 * B);
     for (let b = 0; b < B; b++) {
-      mask.fill(1n, b * (T + 1), b * (T + 1) + this.lens[b]! + 1);
+      mask.fill(1n, b * C, b * C + this.lens[b]! + 1);
       for (let k = 0; k < 3; k++) pos[k * B + b] = BigInt(rows[b]!.pos);
     }
     const feeds: Record<string, OrtTensor> = {
       inputs_embeds: new onnxruntime.Tensor('float32', embeds, [B, 1, D]),
-      attention_mask: new onnxruntime.Tensor('int64', mask, [B, T + 1]),
+      attention_mask: new onnxruntime.Tensor('int64', mask, [B, C]),
       position_ids: new onnxruntime.Tensor('int64', pos, [3, B, 1]),
     };
     if (this.session.inputNames.includes('num_logits_to_keep')) feeds['num_logits_to_keep'] = new onnxruntime.Tensor('int64', BigInt64Array.from([1n]), []);
     const fetches: Record<string, OrtTensor> = {};
-    const next = new Map<string, Float32Array>();
-    const size = B * H * (T + 1) * Dh;
     for (const name of this.pastNames) {
-      const past = this.kv.get(name)!;
-      feeds[name] = new onnxruntime.Tensor('float32', past, [B, H, T, Dh]);
-      const out = name.replace('past_key_values', 'present');
-      let pair = this.arena.get(out);
-      if (!pair || pair[0].length < size) {
-        pair = [new Float32Array(size * 2), new Float32Array(size * 2)];
-        this.arena.set(out, pair);
-      }
-      const view = (past.buffer === pair[0].buffer ? pair[1] : pair[0]).subarray(0, size);
-      fetches[out] = new onnxruntime.Tensor('float32', view, [B, H, T + 1, Dh]);
-      next.set(name, view);
+      feeds[name] = new onnxruntime.Tensor('float32', this.kv.get(name)!, [B, H, C, Dh]);
+      let f = this.fresh.get(name);
+      if (!f || f.length < B * H * Dh) this.fresh.set(name, (f = new Float32Array(this.rows * H * Dh)));
+      fetches[name.replace('past_key_values', 'new_key_values')] = new onnxruntime.Tensor('float32', f.subarray(0, B * H * Dh), [B, H, 1, Dh]);
     }
     if (this.logits.length < B * V) this.logits = new Float32Array(B * V);
     const logits = this.logits.subarray(0, B * V);
@@ -155,8 +151,12 @@ export class DecodeBatcher {
       if (d && mine && d.buffer !== mine.buffer && d.buffer instanceof ArrayBuffer && d.byteOffset === 0 && d.byteLength === d.buffer.byteLength) spare.push(d.buffer);
     }
     freeBuffers(spare);
-    this.kv = next;
-    this.T = T + 1;
+    // each row's new key/value into its place: position n_b of its context
+    for (const name of this.pastNames) {
+      const kv = this.kv.get(name)!;
+      const f = this.fresh.get(name)!;
+      for (let b = 0; b < B; b++) for (let h = 0; h < H; h++) kv.set(f.subarray((b * H + h) * Dh, (b * H + h + 1) * Dh), ((b * H + h) * C + this.lens[b]!) * Dh);
+    }
     this.lens = this.lens.map((n) => n + 1);
     return logits;
   }
@@ -164,32 +164,54 @@ export class DecodeBatcher {
   /** The batch tensor for a new set of rows: each row's context copied to [0, n), zeros after. */
   private rebuild(rows: BatchRow[]): void {
     const { kvHeads: H, headDim: Dh } = this.dims;
-    const B = rows.length;
-    const T = Math.max(...rows.map((r) => r.kvLen));
-    const kv = new Map<string, Float32Array>();
-    for (const name of this.pastNames) kv.set(name, new Float32Array(B * H * T * Dh));
-    rows.forEach((r, b) => {
-      const n = r.kvLen;
+    for (const [b, r] of rows.entries()) {
       const old = this.members.indexOf(r.key);
+      if (old >= 0) {
+        if (this.lens[old] !== r.kvLen) throw new Error(`row ${b}: ${r.kvLen} tokens of KV expected, the batch holds ${this.lens[old]}`);
+        continue;
+      }
+      for (const name of this.pastNames) {
+        const p = r.past?.[name];
+        if (!p || p.dims.length !== 4 || p.dims[0] !== 1 || p.dims[1] !== H || p.dims[2] !== r.kvLen || p.dims[3] !== Dh || p.data.length !== H * r.kvLen * Dh) {
+          throw new Error(`row ${b}: its ${name} is not [1, ${H}, ${r.kvLen}, ${Dh}] float32`);
+        }
+      }
+    }
+    this.place(
+      rows.map((r) => r.key),
+      rows.map((r) => r.kvLen),
+      capacityFor(Math.max(...rows.map((r) => r.kvLen))),
+      rows,
+    );
+  }
+
+  /**
+   * New KV buffers of C positions per row for `keys` (of `lens` tokens each): a member's context from the current
+   * buffers, a newcomer's from its solo KV in `rows`; zeros after each context.
+   */
+  private place(keys: object[], lens: number[], C: number, rows?: BatchRow[]): void {
+    const { kvHeads: H, headDim: Dh } = this.dims;
+    const B = keys.length;
+    const kv = new Map<string, Float32Array>();
+    for (const name of this.pastNames) kv.set(name, new Float32Array(B * H * C * Dh));
+    keys.forEach((key, b) => {
+      const n = lens[b]!;
+      const old = this.members.indexOf(key);
       for (const name of this.pastNames) {
         const dst = kv.get(name)!;
         if (old >= 0) {
-          if (this.lens[old] !== n) throw new Error(`row ${b}: ${n} tokens of KV expected, the batch holds ${this.lens[old]}`);
           const src = this.kv.get(name)!;
-          for (let h = 0; h < H; h++) dst.set(src.subarray((old * H + h) * this.T * Dh, ((old * H + h) * this.T + n) * Dh), (b * H + h) * T * Dh);
+          for (let h = 0; h < H; h++) dst.set(src.subarray((old * H + h) * this.C * Dh, ((old * H + h) * this.C + n) * Dh), (b * H + h) * C * Dh);
         } else {
-          const p = r.past?.[name];
-          if (!p || p.dims.length !== 4 || p.dims[0] !== 1 || p.dims[1] !== H || p.dims[2] !== n || p.dims[3] !== Dh || p.data.length !== H * n * Dh) {
-            throw new Error(`row ${b}: its ${name} is not [1, ${H}, ${n}, ${Dh}] float32`);
-          }
-          for (let h = 0; h < H; h++) dst.set(p.data.subarray(h * n * Dh, (h + 1) * n * Dh), (b * H + h) * T * Dh);
+          const p = rows![b]!.past![name]!;
+          for (let h = 0; h < H; h++) dst.set(p.data.subarray(h * n * Dh, (h + 1) * n * Dh), (b * H + h) * C * Dh);
         }
       }
     });
-    this.members = rows.map((r) => r.key);
-    this.lens = rows.map((r) => r.kvLen);
+    this.members = keys;
+    this.lens = lens;
     this.kv = kv;
-    this.T = T;
+    this.C = C;
   }
 }
 

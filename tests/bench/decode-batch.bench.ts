@@ -9,9 +9,11 @@
  * - activations quantized per row (rowQuant.ts without its KV part), left padding: most rows exact, not all (the fp32
  *   sums over the context group a shifted row's terms differently);
  * - the same, the context at the start of the row and the new token after the longest row (a gap);
- * - the engine's batched decoder (rowQuant.ts): the new token written at the row's own length, so only masked zeros
- *   follow a row's context; run for several steps with the KV carried over, as the engine does.
- * Cost: one step of B rows of 300 past tokens against the exported decoder's step of one row, interleaved in 20 short
+ * - the engine's batched decoder (rowQuant.ts, through decodeBatch.ts's DecodeBatcher): the new token written at the
+ *   row's own length, so only masked zeros follow a row's context; run for several steps with the KV carried over, as
+ *   the engine does.
+ * Cost: one step of B rows of about 300 past tokens (the DecodeBatcher: the KV stays in its buffers, a step writes the
+ * new rows in) against the exported decoder's step of one row (its present copied out), interleaved in 20 short
  * rounds (10 steps each) so that other work on the machine falls on every case alike.
  */
 import { readFileSync } from 'node:fs';
@@ -19,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ort from 'onnxruntime-node';
 import { rewriteRowQuantized } from '../../native/engine/rowQuant';
-import { noise as rnd } from '../../native/engine/decodeBatch';
+import { DecodeBatcher, noise as rnd, type SoloKv } from '../../native/engine/decodeBatch';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const FILE = path.join(REPO, 'models/loupe-tiny/model/onnx/decoder_model_merged_quantized.onnx');
@@ -28,13 +30,13 @@ const T = 300;
 const ROUNDS = 20;
 const STEPS = 10;
 
-type Layout = 'left' | 'gap' | 'row-length';
+type Layout = 'left' | 'gap';
 type Feeds = Record<string, ort.Tensor>;
 
 /**
  * One step's feeds for rows with these past lengths. `left`: a row's context ends at the batch's longest past, its
- * new token after it; `gap`: its context starts at 0 and the new token comes after the longest; `row-length`: its
- * context starts at 0 and the mask covers [0, n] (the batched decoder writes the new token at n).
+ * new token after it; `gap`: its context starts at 0 and the new token comes after the longest. (The engine's
+ * batched decoder is driven through its DecodeBatcher, which lays its rows out itself.)
  */
 function feeds(lens: number[], seeds: number[], layout: Layout, Tm = Math.max(...lens), step = 0): Feeds {
   const B = lens.length;
@@ -45,7 +47,7 @@ function feeds(lens: number[], seeds: number[], layout: Layout, Tm = Math.max(..
     emb.set(rnd(m.D, seeds[b]! + 1000 * step), b * m.D);
     const off = layout === 'left' ? Tm - n : 0;
     for (let t = off; t < off + n; t++) mask[b * (Tm + 1) + t] = 1n;
-    mask[b * (Tm + 1) + (layout === 'row-length' ? n : Tm)] = 1n;
+    mask[b * (Tm + 1) + Tm] = 1n;
     for (let k = 0; k < 3; k++) pos[k * B + b] = BigInt(n);
   });
   const f: Feeds = {
@@ -115,16 +117,21 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
       }
     }
     variants.forEach((v, i) => rows.push({ decoder: v.name, 'rows equal alone': `${stats[i]!.eq} of ${stats[i]!.n}`, 'max abs Δlogit': Number(stats[i]!.max.toPrecision(3)) }));
-    // the engine's batched decoder: 8 steps, the KV carried from step to step
+    // the engine's batched decoder through its DecodeBatcher: 8 steps, the KV carried from step to step as the engine
+    // carries it
     const st = { n: 0, eq: 0, max: 0 };
+    const dims = { layers: m.layers, kvHeads: m.H, headDim: m.Dh, hidden: m.D, vocab: m.V };
+    const kvOf = (f: Feeds): SoloKv => Object.fromEntries(Object.entries(f).filter(([k]) => k.startsWith('past_key_values.')).map(([k, t]) => [k, { data: t.data as Float32Array, dims: t.dims }]));
     for (let trial = 0; trial < 8; trial++) {
       const B = 2 + (trial % 7);
       const lens = Array.from({ length: B }, () => 1 + r(900));
       const seeds = lens.map(() => 1 + r(1e6));
       const solo: Float32Array[][] = lens.map(() => []);
+      const embs: Float32Array[][] = lens.map(() => []);
       for (let b = 0; b < B; b++) {
         let f = feeds([lens[b]!], [seeds[b]!], 'left');
         for (let s = 0; s < 8; s++) {
+          embs[b]!.push(f.inputs_embeds!.data as Float32Array);
           const o = await exported.run(f);
           solo[b]!.push(o.logits!.data as Float32Array);
           const n = lens[b]! + s + 1;
@@ -132,47 +139,52 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
           for (const k of Object.keys(o)) if (k.startsWith('present')) f[k.replace('present', 'past_key_values')] = o[k]!;
         }
       }
-      let Tm = Math.max(...lens) + r(50);
-      let f = feeds(lens, seeds, 'row-length', Tm);
+      const batcher = new DecodeBatcher(batched, dims, 8);
+      const keys = lens.map(() => ({}));
       for (let s = 0; s < 8; s++) {
-        const o = await batched.run(f);
-        const lg = o.logits!.data as Float32Array;
+        const emb = new Float32Array(B * m.D);
+        for (let b = 0; b < B; b++) emb.set(embs[b]![s]!, b * m.D);
+        const lg = await batcher.step(
+          lens.map((n, b) => ({ key: keys[b]!, kvLen: n + s, pos: n + s, ...(s === 0 ? { past: kvOf(feeds([n], [seeds[b]!], 'left')) } : {}) })),
+          emb,
+        );
         for (let b = 0; b < B; b++) {
           const d = rowDiff(solo[b]![s]!, lg, b);
           st.n++;
           if (d === 0) st.eq++;
           st.max = Math.max(st.max, d);
         }
-        Tm++;
-        f = feeds(
-          lens.map((n) => n + s + 1),
-          seeds,
-          'row-length',
-          Tm,
-          s + 1,
-        );
-        for (const k of Object.keys(o)) if (k.startsWith('present')) f[k.replace('present', 'past_key_values')] = o[k]!;
       }
     }
     rows.push({ decoder: 'batched decoder (per-row quantization, new token at the row length), 8 steps', 'rows equal alone': `${st.eq} of ${st.n}`, 'max abs Δlogit': Number(st.max.toPrecision(3)) });
 
-    // cost: B rows of T past tokens per batched step against one row on the exported decoder, interleaved
+    // cost: B rows of about T past tokens per batched step (the engine's DecodeBatcher: the KV stays in its buffers,
+    // each step writes the new rows in) against one row on the exported decoder (its present copied out each step),
+    // interleaved in short rounds
     const sizes = [1, 2, 4, 8];
-    const cases = [{ name: 'exported', s: exported, B: 1 }, ...sizes.map((B) => ({ name: 'batched', s: batched, B }))];
-    const f = cases.map((c) => feeds(Array.from({ length: c.B }, (_, i) => T - 3 * i), Array.from({ length: c.B }, (_, i) => i + 1), c.name === 'exported' ? 'left' : 'row-length', T));
-    const ms = cases.map(() => [] as number[]);
-    for (const [i, c] of cases.entries()) for (let k = 0; k < 5; k++) await c.s.run(f[i]!);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const [i, c] of cases.entries()) {
-        const t0 = performance.now();
-        for (let k = 0; k < STEPS; k++) await c.s.run(f[i]!);
-        ms[i]!.push((performance.now() - t0) / STEPS);
+    const solo1 = feeds([T], [1], 'left');
+    const batchers = sizes.map((B) => ({ B, batcher: new DecodeBatcher(batched, dims, 8), keys: Array.from({ length: B }, () => ({})) }));
+    const ms = [[] as number[], ...sizes.map(() => [] as number[])];
+    const emb = (B: number) => rnd(B * m.D, B);
+    for (let round = 0; round < ROUNDS + 1; round++) {
+      let t0 = performance.now();
+      for (let k = 0; k < STEPS; k++) await exported.run(solo1);
+      if (round > 0) ms[0]!.push((performance.now() - t0) / STEPS);
+      for (const [i, c] of batchers.entries()) {
+        // a fresh batch of rows of T - 3i tokens, its first step untimed (it copies the rows in)
+        c.batcher.clear();
+        const lens = c.keys.map((_, b) => T - 3 * b);
+        await c.batcher.step(c.keys.map((key, b) => ({ key, kvLen: lens[b]!, pos: lens[b]!, past: kvOf(feeds([lens[b]!], [b + 1], 'left')) })), emb(c.B));
+        t0 = performance.now();
+        for (let k = 1; k <= STEPS; k++) await c.batcher.step(c.keys.map((key, b) => ({ key, kvLen: lens[b]! + k, pos: lens[b]! + k })), emb(c.B));
+        if (round > 0) ms[i + 1]!.push((performance.now() - t0) / STEPS);
       }
     }
     const one = median(ms[0]!);
-    cases.forEach((c, i) => {
-      const t = median(ms[i]!);
-      rows.push({ decoder: `${c.name} decoder, ${T} past tokens`, rows: c.B, 'ms/step': Number(t.toFixed(2)), 'rows/s vs exported B=1': `${((one * c.B) / t).toFixed(2)}×` });
+    rows.push({ decoder: `exported decoder, ${T} past tokens`, rows: 1, 'ms/step': Number(one.toFixed(2)), 'rows/s vs exported B=1': '1.00×' });
+    sizes.forEach((B, i) => {
+      const t = median(ms[i + 1]!);
+      rows.push({ decoder: `batched decoder, about ${T} past tokens`, rows: B, 'ms/step': Number(t.toFixed(2)), 'rows/s vs exported B=1': `${((one * B) / t).toFixed(2)}×` });
     });
   } finally {
     await Promise.all([exported.release(), perRow.release(), batched.release()]);

@@ -13,7 +13,7 @@ import sharp from 'sharp';
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rewriteRowQuantized } from '../../../native/engine/rowQuant';
-import { DecodeBatcher, noise, same as bitsEqual, type SoloKv } from '../../../native/engine/decodeBatch';
+import { capacityFor, DecodeBatcher, noise, same as bitsEqual, type SoloKv } from '../../../native/engine/decodeBatch';
 import { QwenVLRuntime } from '../../../native/engine/qwenRuntime';
 import type { WireGenerateRequest } from '../../../app/engines/local/protocol';
 import type { GenerateResult } from '../../../app/engines/types';
@@ -115,6 +115,30 @@ describe('the row-quantized decoder', () => {
     const one = await batcher.step([{ key: {}, kvLen: 300, pos: 300, past: Object.fromEntries(names.map((k, i) => [k, { data: noise(DIMS.kvHeads * 300 * DIMS.headDim, i), dims: [1, 2, 300, 64] }])) }], noise(DIMS.hidden, 5));
     const ref = await solo(Object.fromEntries(names.map((k, i) => [k, { data: noise(DIMS.kvHeads * 300 * DIMS.headDim, i), dims: [1, 2, 300, 64] }])), noise(DIMS.hidden, 5), 300);
     expect(bitsEqual(one.subarray(0, DIMS.vocab), ref.logits)).toBe(true);
+  }, 60_000);
+
+  it('keeps every row exact while the batch outgrows its buffers (rows of 30 and 5 tokens, 40 steps: the room grows past 64)', async () => {
+    const lens = [30, 5];
+    const steps = 40;
+    const start = lens.map((n, r) => Object.fromEntries(names.map((k, i) => [k, { data: noise(DIMS.kvHeads * n * DIMS.headDim, 5 + 13 * r + i), dims: [1, DIMS.kvHeads, n, DIMS.headDim] }])) as SoloKv);
+    const want: Float32Array[][] = lens.map(() => []);
+    for (let r = 0; r < lens.length; r++) {
+      let past = start[r]!;
+      for (let s = 0; s < steps; s++) {
+        const o = await solo(past, noise(DIMS.hidden, 7 * s + r), lens[r]! + s);
+        want[r]!.push(o.logits);
+        past = o.kv;
+      }
+    }
+    expect(capacityFor(30)).toBe(64);
+    const batcher = new DecodeBatcher(batched, DIMS, 8);
+    const keys = lens.map(() => ({}));
+    for (let s = 0; s < steps; s++) {
+      const emb = new Float32Array(lens.length * DIMS.hidden);
+      lens.forEach((_, r) => emb.set(noise(DIMS.hidden, 7 * s + r), r * DIMS.hidden));
+      const logits = await batcher.step(lens.map((n, r) => ({ key: keys[r]!, kvLen: n + s, pos: n + s, ...(s === 0 ? { past: start[r]! } : {}) })), emb);
+      lens.forEach((_, r) => expect(bitsEqual(logits.subarray(r * DIMS.vocab, (r + 1) * DIMS.vocab), want[r]![s]!), `row ${r}, step ${s}`).toBe(true));
+    }
   }, 60_000);
 
   it('refuses a row whose KV is not what the step says, and a batch of the wrong width', async () => {
