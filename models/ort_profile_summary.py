@@ -19,6 +19,8 @@ time. So on CUDA the summary tells host overhead and synchronisation points, not
 """
 import argparse, collections, json, statistics, sys
 
+CONTROL_FLOW = {"Loop", "If", "Scan"}
+
 
 def runs_of(events):
     """[(run event, [node events inside it])] in time order."""
@@ -63,7 +65,8 @@ def summarise_run(run, nodes, top):
         count_op[f"{op} ({prov})"] += 1
         if prov == "CPU":
             cpu_ops[op] += 1
-    node_sum = sum(n["dur"] for n in nodes)
+    # a control-flow node's time holds its body's nodes, which are listed too: counted once, as the body's
+    node_sum = sum(n["dur"] for n in nodes if n["args"].get("op_name") not in CONTROL_FLOW)
     memcpy = {k: count_op[k] for k in count_op if k.startswith("Memcpy")}
     return {
         "wall_us": run["dur"],

@@ -5,7 +5,7 @@
  * models/ort_profile_summary.py splits into prefill runs and decode steps.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,25 @@ describe('local engine diagnostics', () => {
     expect(() => extraSessionOptions('{"enableMemPatern": false}')).toThrow(/"enableMemPatern" is not an onnxruntime session option/);
     expect(() => extraSessionOptions('{"executionProviders": ["webgpu"]}')).toThrow(/executionProviders is chosen by the engine/);
     await expect(loadWith('LOUPE_ORT_SESSION', 'nope')).rejects.toThrow(/LOUPE_ORT_SESSION is not JSON/);
+  });
+
+  it('ort_profile_summary: a Loop node holds its body nodes, so the run\'s node time counts the body once (a made-up trace)', () => {
+    const ev = (name: string, op: string, ts: number, dur: number) => ({ cat: 'Node', name: `${name}_kernel_time`, ts, dur, args: { op_name: op, provider: 'CPUExecutionProvider', input_type_shape: [{ float: [1, 1, 8] }] } });
+    const trace = [
+      { cat: 'Session', name: 'model_run', ts: 0, dur: 12_000, args: {} },
+      ev('loop', 'Loop', 1_000, 10_000),
+      ev('mm', 'MatMul', 2_000, 3_000),
+      ev('gqa', 'GroupQueryAttention', 6_000, 4_000),
+    ];
+    const file = path.join(tmp, 'made-up.json');
+    writeFileSync(file, JSON.stringify(trace));
+    const r = spawnSync(requirePython(['json']), ['models/ort_profile_summary.py', file, '--per-run'], { cwd: ROOT, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const run = (JSON.parse(r.stdout) as Array<{ runs_detail: Array<{ nodes: number; node_time_us: number; gap_us: number; top_ops_us: Array<{ op: string; us: number }> }> }>)[0]!.runs_detail[0]!;
+    expect(run.nodes).toBe(3);
+    expect(run.node_time_us).toBe(7_000);
+    expect(run.gap_us).toBe(5_000);
+    expect(run.top_ops_us[0]).toMatchObject({ op: 'Loop (CPU)', us: 10_000 });
   });
 
   it('LOUPE_ORT_PROFILE: every session writes a profile; the summary finds the decode steps', async () => {
