@@ -58,6 +58,33 @@ describe('the row-quantized decoder', () => {
     return { logits: out['logits']!.data as Float32Array, kv };
   }
 
+  /** Each row alone over `steps` steps from its own random KV: that KV, every step's logits and the KV at the end. */
+  async function alone(lens: number[], steps: number, kvSeed: (r: number, i: number) => number, embSeed: (s: number, r: number) => number) {
+    const start = lens.map((n, r) => Object.fromEntries(names.map((k, i) => [k, { data: noise(DIMS.kvHeads * n * DIMS.headDim, kvSeed(r, i)), dims: [1, DIMS.kvHeads, n, DIMS.headDim] }])) as SoloKv);
+    const want: Float32Array[][] = lens.map(() => []);
+    const wantKv: SoloKv[] = [];
+    for (let r = 0; r < lens.length; r++) {
+      let past = start[r]!;
+      for (let s = 0; s < steps; s++) {
+        const o = await solo(past, noise(DIMS.hidden, embSeed(s, r)), lens[r]! + s);
+        want[r]!.push(o.logits);
+        past = o.kv;
+      }
+      wantKv.push(past);
+    }
+    return { start, want, wantKv };
+  }
+
+  /** The same rows through one DecodeBatcher, step after step: every row's logits must be its solo bits. */
+  async function together(batcher: DecodeBatcher, keys: object[], lens: number[], steps: number, start: SoloKv[], want: Float32Array[][], embSeed: (s: number, r: number) => number) {
+    for (let s = 0; s < steps; s++) {
+      const emb = new Float32Array(lens.length * DIMS.hidden);
+      lens.forEach((_, r) => emb.set(noise(DIMS.hidden, embSeed(s, r)), r * DIMS.hidden));
+      const logits = await batcher.step(lens.map((n, r) => ({ key: keys[r]!, kvLen: n + s, pos: n + s, ...(s === 0 ? { past: start[r]! } : {}) })), emb);
+      lens.forEach((_, r) => expect(bitsEqual(logits.subarray(r * DIMS.vocab, (r + 1) * DIMS.vocab), want[r]![s]!), `row ${r} (${lens[r]} tokens), step ${s}`).toBe(true));
+    }
+  }
+
   it('leaves alone what it cannot batch: an fp32 decoder, a vision encoder, bytes that are no model', () => {
     expect(rewriteRowQuantized(new Uint8Array(readFileSync(path.join(TINY_DIR, 'onnx', 'decoder_model_merged.onnx'))))).toBeNull();
     expect(rewriteRowQuantized(new Uint8Array(readFileSync(path.join(LOUPE_TINY, 'onnx', 'vision_encoder_quantized.onnx'))))).toBeNull();
@@ -71,29 +98,10 @@ describe('the row-quantized decoder', () => {
     // lengths on both sides of the kernels' block sizes; a row of 1 token; the batch's rows differ by up to 599
     const lens = [1, 63, 64, 257, 600];
     const steps = 4;
-    const start = lens.map((n, r) => Object.fromEntries(names.map((k, i) => [k, { data: noise(DIMS.kvHeads * n * DIMS.headDim, 11 + 17 * r + i), dims: [1, DIMS.kvHeads, n, DIMS.headDim] }])) as SoloKv);
-    const want: Float32Array[][] = lens.map(() => []);
-    const wantKv: SoloKv[] = [];
-    for (let r = 0; r < lens.length; r++) {
-      let past = start[r]!;
-      for (let s = 0; s < steps; s++) {
-        const o = await solo(past, noise(DIMS.hidden, 100 * s + r), lens[r]! + s);
-        want[r]!.push(o.logits);
-        past = o.kv;
-      }
-      wantKv.push(past);
-    }
+    const { start, want, wantKv } = await alone(lens, steps, (r, i) => 11 + 17 * r + i, (s, r) => 100 * s + r);
     const batcher = new DecodeBatcher(batched, DIMS, 8);
     const keys = lens.map(() => ({}));
-    for (let s = 0; s < steps; s++) {
-      const emb = new Float32Array(lens.length * DIMS.hidden);
-      lens.forEach((_, r) => emb.set(noise(DIMS.hidden, 100 * s + r), r * DIMS.hidden));
-      const logits = await batcher.step(
-        lens.map((n, r) => ({ key: keys[r]!, kvLen: n + s, pos: n + s, ...(s === 0 ? { past: start[r]! } : {}) })),
-        emb,
-      );
-      lens.forEach((_, r) => expect(bitsEqual(logits.subarray(r * DIMS.vocab, (r + 1) * DIMS.vocab), want[r]![s]!), `row ${r} (${lens[r]} tokens), step ${s}`).toBe(true));
-    }
+    await together(batcher, keys, lens, steps, start, want, (s, r) => 100 * s + r);
     lens.forEach((_, r) => {
       const kv = batcher.take(keys[r]!);
       for (const k of names) expect(bitsEqual(kv[k]!.data, wantKv[r]![k]!.data), `row ${r} ${k}`).toBe(true);
@@ -119,26 +127,9 @@ describe('the row-quantized decoder', () => {
 
   it('keeps every row exact while the batch outgrows its buffers (rows of 30 and 5 tokens, 40 steps: the room grows past 64)', async () => {
     const lens = [30, 5];
-    const steps = 40;
-    const start = lens.map((n, r) => Object.fromEntries(names.map((k, i) => [k, { data: noise(DIMS.kvHeads * n * DIMS.headDim, 5 + 13 * r + i), dims: [1, DIMS.kvHeads, n, DIMS.headDim] }])) as SoloKv);
-    const want: Float32Array[][] = lens.map(() => []);
-    for (let r = 0; r < lens.length; r++) {
-      let past = start[r]!;
-      for (let s = 0; s < steps; s++) {
-        const o = await solo(past, noise(DIMS.hidden, 7 * s + r), lens[r]! + s);
-        want[r]!.push(o.logits);
-        past = o.kv;
-      }
-    }
+    const { start, want } = await alone(lens, 40, (r, i) => 5 + 13 * r + i, (s, r) => 7 * s + r);
     expect(capacityFor(30)).toBe(64);
-    const batcher = new DecodeBatcher(batched, DIMS, 8);
-    const keys = lens.map(() => ({}));
-    for (let s = 0; s < steps; s++) {
-      const emb = new Float32Array(lens.length * DIMS.hidden);
-      lens.forEach((_, r) => emb.set(noise(DIMS.hidden, 7 * s + r), r * DIMS.hidden));
-      const logits = await batcher.step(lens.map((n, r) => ({ key: keys[r]!, kvLen: n + s, pos: n + s, ...(s === 0 ? { past: start[r]! } : {}) })), emb);
-      lens.forEach((_, r) => expect(bitsEqual(logits.subarray(r * DIMS.vocab, (r + 1) * DIMS.vocab), want[r]![s]!), `row ${r}, step ${s}`).toBe(true));
-    }
+    await together(new DecodeBatcher(batched, DIMS, 8), lens.map(() => ({})), lens, 40, start, want, (s, r) => 7 * s + r);
   }, 60_000);
 
   it('refuses a row whose KV is not what the step says, and a batch of the wrong width', async () => {
