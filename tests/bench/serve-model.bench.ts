@@ -5,7 +5,9 @@
  * without batching (`--batch 1`) and with one process (`--replicas 1`, with and without batching). Every server must
  * give each request the same text at c8 as at c1 (batching is exact): a difference fails the bench. Besides wall-clock
  * throughput, which other work on the machine moves a lot, each row has the server's CPU time per request (its process
- * and its engine processes, Linux /proc), which it moves far less: what batching saves shows there.
+ * and its engine processes, Linux /proc), which it moves far less: what batching saves shows there. The last column
+ * is the ceiling those CPU times set: the machine's cores over the server's and this client's CPU a request at c8,
+ * against the c1 rate; a c8/c1 near it is as much as concurrency can buy on this machine.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +19,7 @@ import { noiseBytes } from '../support/noise';
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const LOUPE_TINY = path.join(REPO, 'models', 'loupe-tiny', 'model');
 const REQUESTS = 24;
+const CORES = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
 const ROUNDS = 3;
 
 async function bodies(): Promise<string[]> {
@@ -82,11 +85,11 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     { name: '--replicas 1 --batch 1', s: await startServeModel(LOUPE_TINY, ['--dtype', 'q8', '--replicas', '1', '--batch', '1']) },
   ];
   try {
-    const r: Record<string, { c1: number[]; c8: number[]; cpu1: number[]; cpu8: number[] }> = {};
+    const r: Record<string, { c1: number[]; c8: number[]; cpu1: number[]; cpu8: number[]; client8: number[] }> = {};
     // one text per request across servers, rounds and concurrency: sampling is seeded, and batching must not change it
     const texts = new Map<number, string>();
     for (const { name, s } of servers) {
-      r[name] = { c1: [], c8: [], cpu1: [], cpu8: [] };
+      r[name] = { c1: [], c8: [], cpu1: [], cpu8: [], client8: [] };
       await throughput(s.url, all.slice(0, 8), 8, texts); // warm: every replica has loaded, images cached
     }
     for (let round = 0; round < ROUNDS; round++) {
@@ -94,15 +97,21 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
         const cpu0 = treeCpu(s.child.pid!);
         r[name]!.c1.push(await throughput(s.url, all, 1, texts));
         const cpu1 = treeCpu(s.child.pid!);
+        const own = process.cpuUsage();
         r[name]!.c8.push(await throughput(s.url, all, 8, texts));
+        const ownUs = process.cpuUsage(own);
+        r[name]!.client8.push((ownUs.user + ownUs.system) / 1000 / all.length);
         r[name]!.cpu1.push(((cpu1 - cpu0) / all.length) * 1000);
         r[name]!.cpu8.push(((treeCpu(s.child.pid!) - cpu1) / all.length) * 1000);
       }
     }
     const load = os.loadavg()[0]!.toFixed(1);
     return servers.map(({ name, s }) => {
-      const { c1, c8, cpu1, cpu8 } = r[name]!;
+      const { c1, c8, cpu1, cpu8, client8 } = r[name]!;
       const ratios = c1.map((x, i) => c8[i]! / x);
+      // what the machine's cores allow at c8 when every request costs the server and this client what they cost
+      // here: cores / (server + client CPU a request), over the c1 rate (the client shares the cores)
+      const ceilings = c1.map((x, i) => (CORES * 1000) / (cpu8[i]! + client8[i]!) / x);
       return {
         server: `serve-model loupe-tiny q8 ${name}`,
         engines: /(\d+) engine processes/.exec(s.banner)?.[1] ?? '1',
@@ -113,6 +122,8 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
         c8_over_c1: `${median(ratios).toFixed(2)}× (rounds ${ratios.map((x) => x.toFixed(2)).join(' ')})`,
         cpu_ms_per_req_c1: Math.round(median(cpu1)),
         cpu_ms_per_req_c8: Math.round(median(cpu8)),
+        client_cpu_ms_per_req_c8: Math.round(median(client8) * 10) / 10,
+        c8_over_c1_cpu_ceiling: `${median(ceilings).toFixed(2)}× on ${CORES} cores`,
         load_1m: load,
         same_text: `${texts.size} of ${REQUESTS}`,
       };
