@@ -427,6 +427,17 @@ def read_loss(attn_rows, xy, hidden, heads):
     return (err * Pok).sum() / Pok.sum().clamp(min=1)
 
 
+def copy_loss(rows, hidden, model):
+    """--aux-copy: at each copy's query, the LM head's reading of the --aux-digit-layer output (the final norm, then
+    lm_head: a logit lens) should be the letter the query copies, so the letter the pointer finds at that layer is carried
+    to the output (probe_option_copy.py: the CPU trial's pointer found it on 48 of 62 copies, the next token was it on
+    14). -> (cross-entropy, share right)."""
+    r, q, y = rows
+    h = model.model.language_model.norm(hidden[r, q])
+    lg = model.lm_head(h).float()
+    return torch.nn.functional.cross_entropy(lg, y), (lg.argmax(-1) == y).float().mean()
+
+
 def attn_loss(b, store, attn_mod, heads_n):
     """Pointer supervision: at the first turn's tokens up to the end of the crop box (the 'where' phrase and the box
     numbers), the first `heads_n` query heads of one text layer should put their attention on the target's global-view
@@ -479,7 +490,7 @@ def position_ids(model, r):
     return r["_pos"]
 
 
-AUX_KEYS = ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph", "aux_digit", "aux_vtgt", "aux_vattn", "aux_vread", "aux_fattn")
+AUX_KEYS = ("labels", "weights", "aux_tgt", "aux_pos", "aux_attn", "aux_read", "aux_attn2", "aux_glyph", "aux_digit", "aux_vtgt", "aux_vattn", "aux_vread", "aux_fattn", "aux_copy")
 
 
 def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_token_id=None, answer_weight=1.0, video=False, frame=False):
@@ -542,7 +553,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
     b = dict(input_ids=ids.to(dev), attention_mask=att.to(dev), labels=lab.to(dev), pixel_values=torch.cat(pvs) if pvs else None,
              image_grid_thw=torch.tensor(thws, device=dev) if thws else None)
     b["aux_tgt"] = b["aux_pos"] = b["aux_attn"] = b["aux_attn2"] = b["aux_glyph"] = b["aux_digit"] = None
-    b["aux_vtgt"] = b["aux_vattn"] = b["aux_vread"] = b["aux_fattn"] = None
+    b["aux_vtgt"] = b["aux_vattn"] = b["aux_vread"] = b["aux_fattn"] = b["aux_copy"] = None
     if model is None:
         return b
     b["position_ids"] = pos.to(dev)
@@ -553,7 +564,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         b["aux_vtgt"] = target_rows(vtgt_rows, dev)
     if glyph_rows:
         b["aux_glyph"] = (torch.tensor([g for g, _ in glyph_rows], device=dev), torch.tensor([l for _, l in glyph_rows], device=dev))
-    attn_rows, attn2_rows, glyph_ptr_rows, vattn_rows, fattn_rows = [], [], [], [], []
+    attn_rows, attn2_rows, glyph_ptr_rows, vattn_rows, fattn_rows, copy_rows = [], [], [], [], [], []
     for i, r in enumerate(recs):
         if frame and r.get("vtgt") and r.get("fimg") is not None and r.get("fpick_at") and image_token_id is not None:
             at, H, W = image_token_positions(ids[i], r, r["fimg"], merge, image_token_id)
@@ -577,8 +588,11 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
             at, H, W = crop_token_positions(ids[i], r, merge, image_token_id)
             for q, keys in glyph_keys(r["glyphs"], H, W):
                 glyph_ptr_rows.append((i, [q], sorted(int(at[k]) for k in keys)))
-        for q, keys in r.get("text_ptr") or []:  # left-of: the option letter's query looks at its option line (scene_traj)
+        ptr = r.get("text_ptr") or []
+        for k, (q, keys) in enumerate(ptr):  # left-of: the option letter's query looks at its option line (scene_traj)
             glyph_ptr_rows.append((i, [q], list(keys)))
+            if k < len(ptr) - 1 and k % 2 == 0:  # a copy (option_pointer: per option a copy, then a compare; the answer last)
+                copy_rows.append((i, q, int(r["ids"][q + 1])))
         if not (r.get("tgt") and r.get("box_at") and image_token_id is not None):
             continue
         t, h, w = r["images"][0]["grid"]
@@ -595,6 +609,8 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         b["aux_attn2"] = pointer_rows(attn2_rows, dev)
     if glyph_ptr_rows:
         b["aux_digit"] = pointer_rows(glyph_ptr_rows, dev)
+    if copy_rows:  # (row, query position, the letter the query's next token copies)
+        b["aux_copy"] = tuple(torch.tensor([c[j] for c in copy_rows], device=dev) for j in range(3))
     if fattn_rows:
         b["aux_fattn"] = pointer_rows(fattn_rows, dev)
     if vattn_rows:
@@ -870,6 +886,7 @@ def main():
     ap.add_argument("--scene-frac", type=float, default=0.5, help="share of each batch drawn fresh from --scenes")
     ap.add_argument("--scene-video-frac", type=float, default=0.15, help="share of the steps whose fresh draws are frames-zoom trajectories of --scenes' video samples (when it has any; 0: none); the other steps draw image zoom trajectories")
     ap.add_argument("--scene-video-max", type=int, default=24, help="at most this many fresh videos on a video step (its batch is that many shorter)")
+    ap.add_argument("--aux-copy", type=float, default=0.0, help="weight of the copy read-out loss: at left-of's copy queries the LM head's reading of the --aux-digit-layer output should be the letter copied (copy_loss; 0: off)")
     ap.add_argument("--option-swap", type=float, default=0.0, help="share of the fresh left-of draws asked with their two options in the other order (scene_traj.OPTION_SWAP; 0: never)")
     ap.add_argument("--scene-video-cache", type=int, default=128, help="video scenes whose decoded frames stay in memory (LRU; ~4.5 MB each)")
     ap.add_argument("--scene-workers", type=int, default=8, help="threads building the next step's fresh trajectories")
@@ -941,7 +958,7 @@ def main():
     n_layers = len(model.model.language_model.layers)
     attn_hook = a.aux_attn > 0 or a.aux_attn2 > 0 or a.video_pointer > 0 or a.frame_pointer > 0  # a pointer on --aux-attn-layer
     for flag, on, layer in (("--aux-attn-layer", attn_hook, a.aux_attn_layer), ("--aux-pos-layer", a.aux_pos > 0, a.aux_pos_layer),
-                            ("--aux-digit-layer", a.aux_digit > 0, a.aux_digit_layer),
+                            ("--aux-digit-layer", a.aux_digit > 0 or a.aux_copy > 0, a.aux_digit_layer),
                             ("--aux-read-layer", a.aux_read > 0, a.aux_read_layer)):
         if on and not -n_layers <= layer < n_layers:
             raise SystemExit(f"train.py: {flag} {layer} is out of range: this model has {n_layers} text layers (0..{n_layers - 1})")
@@ -955,6 +972,8 @@ def main():
             lambda m, args: store.__setitem__("attn_in_digit", (args[0], args[1], args[2])))
     if a.aux_read > 0:
         model.model.language_model.layers[a.aux_read_layer].register_forward_hook(lambda m, i, o: store.__setitem__("read", o))
+    if a.aux_copy > 0:
+        model.model.language_model.layers[a.aux_digit_layer].register_forward_hook(lambda m, i, o: store.__setitem__("copy_h", o))
     if use_aux:
         model.model.visual.register_forward_hook(lambda m, i, o: store.__setitem__("vis", o))
         model.model.language_model.layers[a.aux_pos_layer].register_forward_hook(lambda m, i, o: store.__setitem__("llm", o))
@@ -1019,7 +1038,9 @@ def main():
         if a.aux_digit > 0 and b["aux_digit"] is not None and "attn_in_digit" in store:
             aux["digit"] = attn_loss({"aux_attn": b["aux_digit"]}, {"attn_in": store["attn_in_digit"]},
                                      model.model.language_model.layers[a.aux_digit_layer].self_attn, a.aux_attn_heads)
-        tot = (lm + a.aux_target * aux.get("tgt", 0.0) + a.aux_pos * aux.get("pos", 0.0) + a.aux_attn * aux.get("attn", 0.0) + a.aux_read * aux.get("read", 0.0)
+        if a.aux_copy > 0 and b.get("aux_copy") is not None and "copy_h" in store:
+            aux["copy"], aux["copy_right"] = copy_loss(b["aux_copy"], store["copy_h"], model)
+        tot = (lm + a.aux_copy * aux.get("copy", 0.0) + a.aux_target * aux.get("tgt", 0.0) + a.aux_pos * aux.get("pos", 0.0) + a.aux_attn * aux.get("attn", 0.0) + a.aux_read * aux.get("read", 0.0)
                + a.aux_glyph * aux.get("glyph", 0.0) + a.aux_attn2 * aux.get("attn2", 0.0) + a.aux_digit * aux.get("digit", 0.0))
         if a.video_pointer > 0:  # the video crop turn (make_batch's aux_v* rows; only built with the flag)
             if b["aux_vattn"] is not None:
@@ -1181,7 +1202,7 @@ def main():
                "curve": curve, "val_curve": vcurve, "crop_curve": ccurve, "greedy_samples": samples, "crop_eval": crop, "read_eval": read, "onnx_check": check,
                "aux": {"target": a.aux_target, "pos": a.aux_pos, "pos_layer": a.aux_pos_layer, "attn": a.aux_attn, "attn_layer": a.aux_attn_layer,
                        "attn_heads": a.aux_attn_heads, "read": a.aux_read, "read_layer": a.aux_read_layer, "box_weight": a.box_weight, "answer_weight": a.answer_weight,
-                       "glyph": a.aux_glyph, "attn2": a.aux_attn2, "digit": a.aux_digit, "digit_layer": a.aux_digit_layer, "video_pointer": a.video_pointer, "frame_pointer": a.frame_pointer},
+                       "glyph": a.aux_glyph, "attn2": a.aux_attn2, "digit": a.aux_digit, "digit_layer": a.aux_digit_layer, "copy": a.aux_copy, "video_pointer": a.video_pointer, "frame_pointer": a.frame_pointer},
                "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "torch": torch.__version__}
     with open(os.path.join(a.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)

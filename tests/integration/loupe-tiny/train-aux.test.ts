@@ -14,7 +14,9 @@
  * 3x3 tokens around the target in that frame among the video's own frames (keys a row down fail), and only with the flag.
  * --option-swap on four left-of scenes (`loupe synth --seed 9 --n 4`, left-of only), two draws each: off, the options
  * as generated and the sample's answer letter; on, the options the other way, the boxed letter moved with them, the
- * same reading, the option pointer on the new line's letter and tag, the scene's sample unchanged.
+ * same reading, the option pointer on the new line's letter and tag, the scene's sample unchanged. --aux-copy on the same
+ * scenes: one copy row per option the reading turn lists, its target the listed letter (as the question's line has it),
+ * none in a batch without left-of, and the copy loss learnable.
  *
  * Needs a python3 with torch, numpy and Pillow: LOUPE_PYTHON, else python3, else /usr/bin/python3. None → the test fails.
  */
@@ -58,13 +60,14 @@ describe('train.py auxiliary losses', () => {
       'video_box_weight', 'video_target_head_rows', 'video_pos_probe_named_frame', 'video_off_unchanged', 'video_fallback_box_centre', 'video_pointer_equals_naive',
       'video_pointer_learnable', 'frame_pointer_frame', 'frame_pointer_keys', 'frame_pointer_shifted_fails', 'frame_pointer_queries', 'frame_pointer_off',
       'mrope_text_unchanged', 'mrope_image_changed', 'mrope_config', 'mrope_bad_split_refused', 'graft_rope_guard', 'graft_rope_guard_beside', 'export_q8_only',
-      'option_swap_off', 'option_swap_on', 'option_swap_pointer', 'option_swap_sample_kept']) {
+      'option_swap_off', 'option_swap_on', 'option_swap_pointer', 'option_swap_sample_kept', 'copy_rows', 'copy_none_without_left_of', 'copy_learnable']) {
       expect(res.checks[k], `${k}: ${JSON.stringify(res.checks)}`).toBe(true);
     }
     // 3 fresh draws of each video; the shifted keys pass the whole check on none of them
     const vc = res.checks.video_counts as { records: number; keys: number; shifted_passing: number };
     expect(res.checks.video_records).toBe(6);
     expect(res.checks.option_swap_draws).toBe(8); // 4 scenes, 2 draws each, none refused
+    expect(res.checks.copy_draws).toBe(8); // the same scenes, as generated and swapped
     expect(vc.keys).toBe(6);
     expect(vc.shifted_passing).toBe(0);
     const fc = res.checks.frame_pointer_counts as { records: number; keys: number; queries: number; shifted_passing: number };
