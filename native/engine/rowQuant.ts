@@ -57,13 +57,15 @@ function scalarInt(t: TensorInfo): number | null {
   return v >= 2 ** 31 ? Math.round(v - 2 ** 64) : v;
 }
 
-function graphInputs(b: Uint8Array, g: Field[]): Set<string> {
-  return new Set(
-    g.filter((f) => f.no === 11 && f.wire === 2).map((f) => {
-      const nf = fields(b, f.body![0], f.body![1]).find((x) => x.no === 1 && x.wire === 2);
-      return nf ? text(b, nf) : '';
-    }),
-  );
+/** A graph's inputs (field 11) or outputs (field 12) by name, each with its ValueInfo field. */
+function valueInfos(b: Uint8Array, g: Field[], no: 11 | 12): Map<string, Field> {
+  const out = new Map<string, Field>();
+  for (const f of g) {
+    if (f.no !== no || f.wire !== 2) continue;
+    const nf = fields(b, f.body![0], f.body![1]).find((x) => x.no === 1 && x.wire === 2);
+    if (nf) out.set(text(b, nf), f);
+  }
+  return out;
 }
 
 
@@ -98,12 +100,8 @@ function rewrite(b: Uint8Array, kvAtRowLength: boolean): Uint8Array | null {
   const nodes = gFields.filter((f) => f.no === 1 && f.wire === 2).map((f) => readNode(b, f));
   const consumers = new Map<string, NodeInfo[]>();
   for (const n of nodes) for (const i of n.inputs) if (i) consumers.set(i, [...(consumers.get(i) ?? []), n]);
-  const graphOutputs = new Set(
-    gFields.filter((f) => f.no === 12 && f.wire === 2).map((f) => {
-      const nf = fields(b, f.body![0], f.body![1]).find((x) => x.no === 1 && x.wire === 2);
-      return nf ? text(b, nf) : '';
-    }),
-  );
+  // (the KV part below declares other outputs in the place of the presents)
+  const graphOutputs = valueInfos(b, gFields, 12);
 
   const P = 'rowquant';
   const replace = new Map<Field, Uint8Array>();
@@ -200,7 +198,7 @@ function rewrite(b: Uint8Array, kvAtRowLength: boolean): Uint8Array | null {
   // the caller writes into its own buffer at n_b. The whole context is copied once a step (into the attention's
   // input), not three times, and nothing of its size crosses into JavaScript.
   const concats = nodes.filter((n) => n.op === 'Concat' && n.inputs.length === 2 && n.inputs[0]!.startsWith('past_key_values.') && n.outputs[0]!.startsWith('present.'));
-  if (!graphInputs(b, gFields).has('attention_mask') || concats.length === 0) return null;
+  if (!valueInfos(b, gFields, 11).has('attention_mask') || concats.length === 0) return null;
   for (const c of concats) if (c.attrs.size !== 1 || c.attrs.get('axis')?.i !== 2) return null;
   const first = concats[0]!;
   added.push(
@@ -241,16 +239,10 @@ function rewrite(b: Uint8Array, kvAtRowLength: boolean): Uint8Array | null {
     node('Expand', `${P}/kv/nx`, [`${P}/kv/n4`, `${P}/kv/bh11`], [`${P}/kv/nx`]),
     node('Concat', `${P}/kv/idx`, [`${P}/kv/bx`, `${P}/kv/hx`, `${P}/kv/nx`], [`${P}/kv/idx`], [intAttr('axis', 3)]),
   );
-  const presentOut = new Map<string, Field>();
-  for (const f of gFields) {
-    if (f.no !== 12 || f.wire !== 2) continue;
-    const nf = fields(b, f.body![0], f.body![1]).find((x) => x.no === 1 && x.wire === 2);
-    if (nf) presentOut.set(text(b, nf), f);
-  }
   for (const c of concats) {
     const [past, fresh] = c.inputs as [string, string];
     const out = c.outputs[0]!;
-    const declared = presentOut.get(out);
+    const declared = graphOutputs.get(out);
     if (!declared) return null;
     const row = out.replace(/^present\./, 'new_key_values.');
     // the full tensor keeps the present's name inside the graph (its readers stay as they are); the graph's output is
