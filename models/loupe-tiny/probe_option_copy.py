@@ -30,11 +30,6 @@ import train as T  # noqa: E402
 KINDS = ("copy", "compare", "answer")
 
 
-def kinds_of(ptr):
-    """The look-back kind of each text_ptr entry: per option a copy then a compare, the answer last."""
-    return ["answer" if k == len(ptr) - 1 else KINDS[k % 2] for k in range(len(ptr))]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
@@ -94,7 +89,7 @@ def main():
         ids = rec["ids"]
         draws += 1
         logs = []
-        for kind, (q, keys) in zip(kinds_of(ptr), ptr):
+        for kind, (q, keys) in zip((T.option_pointer_kind(k, len(ptr)) for k in range(len(ptr))), ptr):
             heads = range(min(a.heads, H))
             att = torch.stack([torch.softmax((k_[: q + 1, h // (H // KV)] @ q_[q, h]) * hd ** -0.5, -1) for h in heads])  # [nh, q+1]
             logs += [float(torch.log(att[j, keys].sum())) for j in range(att.shape[0])]

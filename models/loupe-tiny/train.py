@@ -427,6 +427,12 @@ def read_loss(attn_rows, xy, hidden, heads):
     return (err * Pok).sum() / Pok.sum().clamp(min=1)
 
 
+def option_pointer_kind(k, n):
+    """What entry k of a left-of record's n text pointers (scene_traj.option_pointer) is: per option listed a 'copy' (its
+    letter from the question) then a 'compare' (with the letter read), and the 'answer' last."""
+    return "answer" if k == n - 1 else ("copy", "compare")[k % 2]
+
+
 def copy_loss(rows, hidden, model):
     """--aux-copy: at each copy's query, the LM head's reading of the --aux-digit-layer output (the final norm, then
     lm_head: a logit lens) should be the letter the query copies, so the letter the pointer finds at that layer is carried
@@ -591,7 +597,7 @@ def make_batch(recs, pix, pad, dev, model=None, box_weight=1.0, merge=2, image_t
         ptr = r.get("text_ptr") or []
         for k, (q, keys) in enumerate(ptr):  # left-of: the option letter's query looks at its option line (scene_traj)
             glyph_ptr_rows.append((i, [q], list(keys)))
-            if k < len(ptr) - 1 and k % 2 == 0:  # a copy (option_pointer: per option a copy, then a compare; the answer last)
+            if option_pointer_kind(k, len(ptr)) == "copy":
                 copy_rows.append((i, q, int(r["ids"][q + 1])))
         if not (r.get("tgt") and r.get("box_at") and image_token_id is not None):
             continue
