@@ -134,7 +134,13 @@ def main():
                 return 1
             print("\n".join(lines) if lines else f"{path}: no runs")
         return 0
-    out = [summarise_file(f, a.top, a.per_run) for f in a.files]
+    out = []
+    for f in a.files:
+        try:
+            out.append(summarise_file(f, a.top, a.per_run))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            print(f"{f}: not an onnxruntime profile ({type(e).__name__}: {e})", file=sys.stderr)
+            return 1
     text = json.dumps(out, indent=1)
     if a.out:
         open(a.out, "w").write(text + "\n")

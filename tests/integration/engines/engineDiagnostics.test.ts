@@ -89,6 +89,18 @@ describe('local engine diagnostics', () => {
     expect(run.node_time_us).toBe(7_000);
     expect(run.gap_us).toBe(5_000);
     expect(run.top_ops_us[0]).toMatchObject({ op: 'Loop (CPU)', us: 10_000 });
+    // a file that is not JSON, and JSON events without names: one line naming the file, not a traceback
+    const broken = path.join(tmp, 'broken.json');
+    writeFileSync(broken, '{not json');
+    const nameless = path.join(tmp, 'nameless.json');
+    writeFileSync(nameless, JSON.stringify([{ cat: 'Node' }]));
+    for (const f of [broken, nameless]) {
+      const bad = spawnSync(requirePython(['json']), ['models/ort_profile_summary.py', f, '--per-run'], { cwd: ROOT, encoding: 'utf8' });
+      expect(bad.status).toBe(1);
+      expect(bad.stderr.trim()).toBe(`${f}: ${bad.stderr.trim().slice(f.length + 2)}`);
+      expect(bad.stderr).toMatch(/not an onnxruntime profile/);
+      expect(bad.stderr).not.toMatch(/Traceback/);
+    }
   });
 
   it('LOUPE_ORT_PROFILE: every session writes a profile; the summary finds the decode steps', async () => {
