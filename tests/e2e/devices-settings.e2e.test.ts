@@ -134,8 +134,10 @@ describe('devices, errors, forms and Settings', () => {
     await expect(page.getByTestId('settings-threads-error').textContent()).resolves.toBe('a whole number from 0 (automatic) to 256');
     // another setting saved meanwhile (the default model, there and back) leaves what is being typed alone
     const models = page.getByTestId('settings-default-model');
-    const other = (await models.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).find((v) => v && v !== 'loupe-tiny');
-    expect(other).toBeTruthy();
+    // The model list arrives from the core after the settings do: wait for a second entry rather than read the list once.
+    const otherModel = async () => (await models.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).find((v) => v && v !== 'loupe-tiny');
+    await expect.poll(otherModel, { timeout: 15_000 }).toBeTruthy();
+    const other = await otherModel();
     await models.selectOption(other!);
     await expect.poll(() => (JSON.parse(fs.readFileSync(path.join(app.workspace, 'settings.json'), 'utf8')) as Record<string, unknown>)['defaultModel']).toBe(other);
     await models.selectOption('loupe-tiny');
