@@ -11,7 +11,8 @@ sum of its nodes' times (what the executor spends between nodes).
 
 --per-run adds every run of each file (wall time, nodes, the top op types): a run of the decode loop holds all its
 steps, so comparing two loop runs over the same lengths (the first time, then again) shows which op pays for a length
-met the first time.
+met the first time. Each run also lists its slow nodes: per op type, the nodes that took 20 times the op's median or
+more (at least 1 ms), which is how a one-time cost per shape shows (one node a step, the first layer's).
 
 A node's time on the CUDA provider is the host time of its Compute() call, which for most CUDA kernels is the launch
 (the kernels run asynchronously); a node that waits for the device (a copy to the host) absorbs the queued kernels'
@@ -51,6 +52,26 @@ def seq_len(nodes):
     return None
 
 
+def slow_nodes(nodes, factor=20, floor_us=1000):
+    """Per op type with 4 or more nodes in the run: the nodes that took at least `factor` times the op's median and at
+    least `floor_us` (a one-time cost, such as a plan built for a shape met the first time, stands out from the launches
+    around it): how many, their time, the op's median and its first node's time. Control-flow nodes are left out."""
+    by_op = collections.defaultdict(list)
+    for n in nodes:
+        op = n["args"].get("op_name", "?")
+        if op not in CONTROL_FLOW:
+            by_op[f"{op} ({n['args'].get('provider', '?').replace('ExecutionProvider', '')})"].append(n["dur"])
+    out = []
+    for op, durs in by_op.items():
+        if len(durs) < 4:
+            continue
+        med = statistics.median(durs)
+        slow = [d for d in durs if d >= max(floor_us, factor * med)]
+        if slow:
+            out.append({"op": op, "count": len(slow), "of": len(durs), "us": sum(slow), "median_us": med, "first_us": durs[0]})
+    return sorted(out, key=lambda o: -o["us"])
+
+
 def summarise_run(run, nodes, top):
     by_provider = collections.Counter()
     by_op = collections.Counter()
@@ -69,6 +90,7 @@ def summarise_run(run, nodes, top):
     node_sum = sum(n["dur"] for n in nodes if n["args"].get("op_name") not in CONTROL_FLOW)
     memcpy = {k: count_op[k] for k in count_op if k.startswith("Memcpy")}
     return {
+        "slow_nodes": slow_nodes(nodes),
         "wall_us": run["dur"],
         "nodes": len(nodes),
         "node_time_us": node_sum,
@@ -112,7 +134,10 @@ def brief(summary, top=4):
             raise ValueError("an entry without runs_detail")
         for k, r in enumerate(f["runs_detail"]):
             ops = ", ".join(f"{o['op']} {o['us'] / 1000:.1f} ms ×{o['count']}" for o in r["top_ops_us"][:top])
-            lines.append(f"{f['file']} run {k}: seq {r['seq_len']}, {r['wall_us'] / 1000:.1f} ms, {r['nodes']} nodes, gap {r['gap_us'] / 1000:.1f} ms; {ops}")
+            slow = "".join(
+                f"; slow: {o['op']} {o['count']} of {o['of']} nodes {o['us'] / 1000:.1f} ms (median {o['median_us'] / 1000:.2f} ms, first {o['first_us'] / 1000:.1f} ms)"
+                for o in r.get("slow_nodes", [])[:2])
+            lines.append(f"{f['file']} run {k}: seq {r['seq_len']}, {r['wall_us'] / 1000:.1f} ms, {r['nodes']} nodes, gap {r['gap_us'] / 1000:.1f} ms; {ops}{slow}")
     return lines
 
 

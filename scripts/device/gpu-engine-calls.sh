@@ -65,12 +65,14 @@ bw() {
 }
 node_env() { [ -f /tmp/ld.sh ] || { echo "run the assemble step first"; exit 1; }; . /tmp/ld.sh; }
 # gqa-first's variants, one per line on stdout as ENV, the unit separator (\x1f: not whitespace, so an empty ENV stays
-# a field), JSON: VARIANTS, else the defaults (none, memory patterns
-# off, kernels loaded at start). Each line: environment assignments for node, then onnxruntime session options as a
-# JSON object; the empty line = neither. (The defaults sit in a variable: a "}" inside ${VARIANTS:-…} would end the
-# expansion there, which once cut a default line in two.)
+# a field), JSON: VARIANTS, else the defaults: none; cuDNN's attention off (one onnxruntime branch's benchmark says SM90
+# turns it on for GroupQueryAttention when XQA is off, and cuDNN builds a plan per shape: the profile of 2026-12-07 put
+# the first-length cost on one GroupQueryAttention node a step, about 33 ms each); XQA on; both off. (Memory patterns, lazy kernel loading
+# and the graph optimisations were ruled out before: GPU-7B.md.) Each line: environment assignments for node, then
+# onnxruntime session options as a JSON object; the empty line = neither. (The defaults sit in a variable: a "}"
+# inside ${VARIANTS:-…} would end the expansion there, which once cut a default line in two.)
 gqa_variants() {
-  local defaults=$'\n{"enableMemPattern": false}\nCUDA_MODULE_LOADING=EAGER' line envs
+  local defaults=$'\nORT_ENABLE_CUDNN_FLASH_ATTENTION=0\nORT_ENABLE_XQA=1\nORT_ENABLE_XQA=0 ORT_ENABLE_CUDNN_FLASH_ATTENTION=0' line envs
   printf '%s\n' "${VARIANTS:-$defaults}" | while IFS= read -r line; do
     envs=${line%%\{*}
     printf '%s\x1f%s\n' "$(echo $envs)" "${line#"$envs"}"
@@ -358,9 +360,12 @@ gqa-first)
     i=$((i + 1)) line="$envs $opts"
     for v in loop-gqa loop; do
       ln -sf "fused-$v.onnx" "$O/$F"
-      env $envs LOUPE_ORT_SESSION="$opts" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 64 --warmup-tokens 64 --runs 1 \
-        --bandwidth-gbs "$B" --json "$OUT/gqa-first-${MODEL:-7b}-$v-$i.json" > /dev/null 2> "$R/gqa-first.err" || { tail -3 "$R/gqa-first.err"; continue; }
+      # ORT_ENABLE_ATTENTION_KERNEL_DEBUG_INFO=1: onnxruntime prints the attention kernel each GroupQueryAttention
+      # node ran (SdpaKernel=…) on stdout; counted per kernel after the run
+      env $envs ORT_ENABLE_ATTENTION_KERNEL_DEBUG_INFO=1 LOUPE_ORT_SESSION="$opts" "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 64 --warmup-tokens 64 --runs 1 \
+        --bandwidth-gbs "$B" --json "$OUT/gqa-first-${MODEL:-7b}-$v-$i.json" > "$R/gqa-first.out" 2> "$R/gqa-first.err" || { tail -3 "$R/gqa-first.err"; continue; }
       python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(sys.argv[2], repr(sys.argv[3]), 'device', d.get('device'), 'new lengths', d.get('warmup_decode_tok_s'), 'met lengths', d['decode_tok_s'])" "$OUT/gqa-first-${MODEL:-7b}-$v-$i.json" "$v" "$line"
+      grep -ao 'SdpaKernel=[A-Z_]*' "$R/gqa-first.out" | sort | uniq -c | sed "s/^/  $v kernels: /"
     done
   done
   if [ "${PROFILE:-0}" != 0 ]; then

@@ -57,8 +57,14 @@ describe('gpu-engine-calls.sh', () => {
         encoding: 'utf8',
         env: { ...process.env, LOUPE_CALLS_FRESH: '1', LOUPE_WT: path.join(tmp, 'wt-plan'), LOUPE_R: r, OUT: path.join(tmp, 'out-plan'), VARIANTS: variants ?? '' },
       }).stdout.split('\n').filter((l) => l.startsWith('env ['));
-    // the defaults: none, memory patterns off, kernels loaded at start (a "}" in the default once cut its JSON line in two)
-    expect(plan()).toEqual(['env [] session []', 'env [] session [{"enableMemPattern": false}]', 'env [CUDA_MODULE_LOADING=EAGER] session []']);
+    // the defaults: none, cuDNN's attention off, XQA on, both off (the attention routes onnxruntime picks per shape)
+    expect(plan()).toEqual([
+      'env [] session []',
+      'env [ORT_ENABLE_CUDNN_FLASH_ATTENTION=0] session []',
+      'env [ORT_ENABLE_XQA=1] session []',
+      'env [ORT_ENABLE_XQA=0 ORT_ENABLE_CUDNN_FLASH_ATTENTION=0] session []',
+    ]);
+    // a "}" in a line once cut its JSON in two
     expect(plan('A=1 B=2 {"x": {"y": 1}}\n\n{"graphOptimizationLevel": "basic"}')).toEqual([
       'env [A=1 B=2] session [{"x": {"y": 1}}]',
       'env [] session []',

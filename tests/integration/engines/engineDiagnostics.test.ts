@@ -89,6 +89,21 @@ describe('local engine diagnostics', () => {
     expect(run.node_time_us).toBe(7_000);
     expect(run.gap_us).toBe(5_000);
     expect(run.top_ops_us[0]).toMatchObject({ op: 'Loop (CPU)', us: 10_000 });
+    // Slow nodes: a run whose first GroupQueryAttention of a step takes 30 ms where the others take 50 µs (a cost paid
+    // once per new shape, as the CUDA provider's profile showed) names that op, how many and how long; the first run,
+    // with under four nodes of each op, has none.
+    const steps = [0, 1].flatMap((step) => [0, 1, 2, 3, 4, 5].map((layer) => ev(`gqa${step}-${layer}`, 'GroupQueryAttention', 20_000 + step * 40_000 + layer * 100, layer === 0 && step === 1 ? 30_000 : 50)));
+    const spiky = path.join(tmp, 'spiky.json');
+    writeFileSync(spiky, JSON.stringify([...trace, { cat: 'Session', name: 'model_run', ts: 19_000, dur: 60_000, args: {} }, ...steps]));
+    const out = path.join(tmp, 'spiky-summary.json');
+    const s2 = spawnSync(requirePython(['json']), ['models/ort_profile_summary.py', spiky, '--per-run', '--out', out], { cwd: ROOT, encoding: 'utf8' });
+    expect(s2.status, s2.stderr).toBe(0);
+    const runs = (JSON.parse(s2.stdout) as Array<{ runs_detail: Array<{ slow_nodes: unknown[] }> }>)[0]!.runs_detail;
+    expect(runs[0]!.slow_nodes).toEqual([]);
+    expect(runs[1]!.slow_nodes).toEqual([{ op: 'GroupQueryAttention (CPU)', count: 1, of: 12, us: 30_000, median_us: 50, first_us: 50 }]);
+    const b2 = spawnSync(requirePython(['json']), ['models/ort_profile_summary.py', '--brief', out], { cwd: ROOT, encoding: 'utf8' });
+    expect(b2.stdout).toContain('run 1: seq None, 60.0 ms, 12 nodes');
+    expect(b2.stdout).toMatch(/slow: GroupQueryAttention \(CPU\) 1 of 12 nodes 30.0 ms \(median 0.05 ms, first 0.[01] ms\)/);
     // a file that is not JSON, and JSON events without names: one line naming the file, not a traceback
     const broken = path.join(tmp, 'broken.json');
     writeFileSync(broken, '{not json');
