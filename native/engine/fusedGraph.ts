@@ -378,12 +378,17 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
       N('Range', [c('zero'), k('n'), c('one')], [k('rows_flat')]);
       N('Reshape', [k('rows_flat'), k('bs')], [k('rot_pos')]);
     }
-    // GroupQueryAttention: seqlens_k = per-row mask length − 1 (int32 [B]); total_sequence_length = mask width (int32)
+    // GroupQueryAttention: seqlens_k = per-row mask length − 1 (int32 [B]); total_sequence_length = mask width (int32).
+    // In the decode loop's body (packedRope) the past KV is the run's whole buffer (padded before the Loop to the
+    // length the run ends at) and total_sequence_length is that buffer's length: every step of a run then gives
+    // GroupQueryAttention the same shapes (it writes the new key/value at seqlens_k and attends over [0, seqlens_k]),
+    // where growing shapes cost onnxruntime's CUDA provider about 33 ms per new length (models/reports/GPU-7B.md).
     if (!lean) {
       N('ReduceSum', [io('attention_mask'), c('ax1')], [k('mask_len')], [intAttr('keepdims', 0)]);
       N('Sub', [k('mask_len'), c('one')], [k('seqlens64')]);
       N('Cast', [k('seqlens64')], [k('seqlens_k')], [intAttr('to', INT32)]);
-      N('Shape', [io('attention_mask')], [k('total64')], [intAttr('start', 1), intAttr('end', 2)]);
+      if (packedRope) N('Shape', [io('past_key_values.0.key')], [k('total64')], [intAttr('start', 2), intAttr('end', 3)]);
+      else N('Shape', [io('attention_mask')], [k('total64')], [intAttr('start', 1), intAttr('end', 2)]);
       N('Cast', [k('total64')], [k('total_1')], [intAttr('to', INT32)]);
       N('Squeeze', [k('total_1')], [k('total')]);
     }
@@ -607,6 +612,18 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     rope = { cos: 'fused/next/rope_cos', sin: 'fused/next/rope_sin' };
   }
 
+  // gqa: the forward pass's KV padded (zeros) by `steps` positions, to the length the run ends at, so that the body's
+  // GroupQueryAttention meets one shape for the whole run (see emit); the last step fills the last position, so the
+  // Loop's KV outputs are what the unpadded loop gives.
+  const loopKv = (i: number, t: string) => (rope ? `fused/next/padded.${i}.${t}` : `fused/fwd/present.${i}.${t}`);
+  if (rope) {
+    i64c(c('pads_head'), [0, 0, 0, 0, 0, 0]);
+    i64c(c('pads_tail'), [0]);
+    M('Reshape', ['steps', c('sh1')], ['fused/next/steps_1']);
+    M('Concat', [c('pads_head'), 'fused/next/steps_1', c('pads_tail')], ['fused/next/kv_pads'], [intAttr('axis', 0)]);
+    for (let i = 0; i < L; i++) for (const t of ['key', 'value']) M('Pad', [`fused/fwd/present.${i}.${t}`, 'fused/next/kv_pads'], [loopKv(i, t)]);
+  }
+
   // the body: feed `token` at `pos`, return the argmax as the next token (also scanned out)
   const body: Uint8Array[] = [];
   const B = (op: string, ins: string[], outs: string[], attrs: Uint8Array[] = []) => body.push(node(op, `loop/${op}_${body.length}`, ins, outs, attrs));
@@ -648,7 +665,7 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
   );
   M(
     'Loop',
-    ['steps', c('true'), 'fused/next/t0', 'fused/next/pos0', 'fused/next/mask0', ...layersKv((i, t) => `fused/fwd/${pres(i, t)}`)],
+    ['steps', c('true'), 'fused/next/t0', 'fused/next/pos0', 'fused/next/mask0', ...layersKv(loopKv)],
     ['fused/next/last_token', 'fused/next/last_pos', 'fused/next/last_mask', ...layersKv(pres), 'fused/next/scan'],
     [ld(5, msg(str(1, 'body'), ld(6, bodyGraph), vi(20, 5)))],
   );

@@ -8,7 +8,7 @@
  * `loupe convert --fused` (exit 1, the folder untouched).
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -304,6 +304,25 @@ describe('fused decoder with the decode loop', () => {
         expect(Buffer.from((got.data as Float32Array).buffer).equals(Buffer.from((v.data as Float32Array).buffer))).toBe(true);
       }
     }
+  });
+
+  it('gqa: every step of a run gives GroupQueryAttention the same shapes (the KV padded once to the run\'s end), read from onnxruntime\'s profile', async () => {
+    // Growing shapes cost the CUDA provider about 33 ms per new KV length (models/reports/GPU-7B.md); here, on the CPU,
+    // the profile shows what each GroupQueryAttention node was given: the past KV the length the run ends at.
+    const { bytes: lb } = fuseDecoder(readFileSync(exportedFile), cfg, 'gqa', { decodeLoop: readFileSync(embedFile) });
+    const prefix = path.join(tmp, 'gqa-shapes');
+    const looped = await ort.InferenceSession.create(lb, { enableProfiling: true, profileFilePrefix: prefix });
+    const K = 7;
+    await looped.run({ ...step(await embedIds(ids), ids.length, pos3, emptyPast()), steps: new ort.Tensor('int64', [BigInt(K)], []) });
+    (looped as unknown as { endProfiling(): void }).endProfiling();
+    const file = readdirSync(tmp).filter((f) => f.startsWith('gqa-shapes') && f.endsWith('.json')).map((f) => path.join(tmp, f))[0]!;
+    const events = JSON.parse(readFileSync(file, 'utf8')) as Array<{ cat?: string; name: string; args?: { op_name?: string; input_type_shape?: Array<Record<string, number[]>> } }>;
+    const gqa = events.filter((e) => e.cat === 'Node' && e.name.startsWith('loop/') && e.name.endsWith('_kernel_time') && e.args?.op_name === 'GroupQueryAttention');
+    expect(gqa.length).toBe(K * cfg.layers);
+    // the past key (the first 4-d input; the profile leaves out the empty key and value inputs of the packed q/k/v):
+    // [1, kv heads, prompt + K, head dim] at every step
+    const pastDims = new Set(gqa.map((e) => JSON.stringify(e.args!.input_type_shape!.map((x) => Object.values(x)[0]!).find((d) => d.length === 4))));
+    expect([...pastDims]).toEqual([JSON.stringify([1, cfg.kvHeads, ids.length + K, cfg.headDim])]);
   });
 
   it('refuses a quantized embedding table and a table that does not match the config', () => {
