@@ -35,6 +35,8 @@ const FLOAT16 = 10;
 const INT64 = 7;
 const INT32 = 6;
 const BOOL = 9;
+/** The gqa decode loop's KV buffer grows in steps of this many positions (fuseDecoder, the decode loop). */
+export const KV_BUCKET = 64;
 
 export interface TextConfig {
   layers: number;
@@ -587,11 +589,15 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
   M('Gather', ['fused/next/pos_t', c('last')], ['fused/next/pos_last'], [intAttr('axis', 1)]);
   M('Add', ['fused/next/pos_last', c('one')], ['fused/next/pos0']);
   M('Concat', ['attention_mask', c('one11')], ['fused/next/mask0'], [intAttr('axis', 1)]);
-  // gqa: the rotary table every step of this run reads (emit's `rope`): row r is the angle of the token at KV index r.
-  // The loop feeds KV index T + j (T = the given mask's width) at position pos0 + j, and a text token's t/h/w
-  // positions are equal, so row r = position r + pos0 - T, rows [0, T + steps). Each angle is the product the
-  // per-step mRoPE nodes form (position in fp32 × the same fp32 inverse frequency; their sum over t/h/w adds zeros),
-  // so the table holds the very cos/sin values a step would compute.
+  // gqa: the KV buffer every step of this run works in (emit's `rope` body): the forward pass's KV padded with zeros to
+  // P = T + steps rounded up to a multiple of KV_BUCKET (T = the given mask's width), so that the body's
+  // GroupQueryAttention meets one shape a run, and the same shape in every run ending in the same bucket: onnxruntime's
+  // CUDA provider pays about 33 ms the first time a session meets a shape (models/reports/GPU-7B.md). After the Loop
+  // the KV is cut back to T + steps, what the unpadded loop gives.
+  // The rotary table the steps read: row r is the angle of the token at KV index r. The loop feeds KV index T + j at
+  // position pos0 + j, and a text token's t/h/w positions are equal, so row r = position r + pos0 - T, rows [0, P).
+  // Each angle is the product the per-step mRoPE nodes form (position in fp32 × the same fp32 inverse frequency;
+  // their sum over t/h/w adds zeros), so the table holds the very cos/sin values a step would compute.
   let rope: { cos: string; sin: string } | undefined;
   if (attention === 'gqa') {
     const half = HD / 2;
@@ -599,9 +605,17 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     for (let j = 0; j < half; j++) inv1.writeFloatLE(invFreq(j), j * 4);
     add(c('inv_freq_1'), FLOAT, [half], inv1);
     i64c(c('ax_last'), [-1]);
+    i64c(c('bucket'), [KV_BUCKET]);
+    i64c(c('bucket_less1'), [KV_BUCKET - 1]);
     M('Shape', ['attention_mask'], ['fused/next/t_1'], [intAttr('start', 1), intAttr('end', 2)]);
+    M('Reshape', ['steps', c('sh1')], ['fused/next/steps_1']);
+    M('Add', ['fused/next/t_1', 'fused/next/steps_1'], ['fused/next/end_1']);
+    M('Add', ['fused/next/end_1', c('bucket_less1')], ['fused/next/end_up']);
+    M('Div', ['fused/next/end_up', c('bucket')], ['fused/next/buckets']);
+    M('Mul', ['fused/next/buckets', c('bucket')], ['fused/next/kv_len']);
+    M('Sub', ['fused/next/kv_len', 'fused/next/t_1'], ['fused/next/kv_extra']);
     M('Sub', ['fused/next/pos0', 'fused/next/t_1'], ['fused/next/rope_from_1']);
-    M('Add', ['fused/next/pos0', 'steps'], ['fused/next/rope_to_1']);
+    M('Add', ['fused/next/pos0', 'fused/next/kv_extra'], ['fused/next/rope_to_1']);
     M('Squeeze', ['fused/next/rope_from_1'], ['fused/next/rope_from']);
     M('Squeeze', ['fused/next/rope_to_1'], ['fused/next/rope_to']);
     M('Range', ['fused/next/rope_from', 'fused/next/rope_to', c('one')], ['fused/next/rope_pos']);
@@ -612,15 +626,15 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     rope = { cos: 'fused/next/rope_cos', sin: 'fused/next/rope_sin' };
   }
 
-  // gqa: the forward pass's KV padded (zeros) by `steps` positions, to the length the run ends at, so that the body's
-  // GroupQueryAttention meets one shape for the whole run (see emit); the last step fills the last position, so the
-  // Loop's KV outputs are what the unpadded loop gives.
+  // gqa: the forward pass's KV padded (zeros) to the run's buffer length (above); the Loop's KV is cut back after it
   const loopKv = (i: number, t: string) => (rope ? `fused/next/padded.${i}.${t}` : `fused/fwd/present.${i}.${t}`);
+  const loopOut = (i: number, t: string) => (rope ? `fused/next/looped.${i}.${t}` : pres(i, t));
   if (rope) {
     i64c(c('pads_head'), [0, 0, 0, 0, 0, 0]);
     i64c(c('pads_tail'), [0]);
-    M('Reshape', ['steps', c('sh1')], ['fused/next/steps_1']);
-    M('Concat', [c('pads_head'), 'fused/next/steps_1', c('pads_tail')], ['fused/next/kv_pads'], [intAttr('axis', 0)]);
+    i64c(c('ax2'), [2]);
+    i64c(c('zero_1'), [0]);
+    M('Concat', [c('pads_head'), 'fused/next/kv_extra', c('pads_tail')], ['fused/next/kv_pads'], [intAttr('axis', 0)]);
     for (let i = 0; i < L; i++) for (const t of ['key', 'value']) M('Pad', [`fused/fwd/present.${i}.${t}`, 'fused/next/kv_pads'], [loopKv(i, t)]);
   }
 
@@ -666,9 +680,10 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
   M(
     'Loop',
     ['steps', c('true'), 'fused/next/t0', 'fused/next/pos0', 'fused/next/mask0', ...layersKv(loopKv)],
-    ['fused/next/last_token', 'fused/next/last_pos', 'fused/next/last_mask', ...layersKv(pres), 'fused/next/scan'],
+    ['fused/next/last_token', 'fused/next/last_pos', 'fused/next/last_mask', ...layersKv(loopOut), 'fused/next/scan'],
     [ld(5, msg(str(1, 'body'), ld(6, bodyGraph), vi(20, 5)))],
   );
+  if (rope) for (let i = 0; i < L; i++) for (const t of ['key', 'value']) M('Slice', [loopOut(i, t), c('zero_1'), 'fused/next/end_1', c('ax2')], [pres(i, t)]);
   M('Reshape', ['fused/next/t0', c('flat')], ['fused/next/t0_flat']);
   M('Reshape', ['fused/next/scan', c('flat')], ['fused/next/scan_flat']);
   M('Concat', ['fused/next/t0_flat', 'fused/next/scan_flat'], ['tokens'], [intAttr('axis', 0)]);

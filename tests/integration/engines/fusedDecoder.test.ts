@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-node';
-import { FUSED_ATTENTIONS, FUSED_DECODER, addFusedDecoders, fuseDecoder, textConfig } from '../../../native/engine/fusedGraph';
+import { FUSED_ATTENTIONS, FUSED_DECODER, KV_BUCKET, addFusedDecoders, fuseDecoder, textConfig } from '../../../native/engine/fusedGraph';
 import { fields, text } from '../../../native/engine/onnxProto';
 import { QwenVLRuntime } from '../../../native/engine/qwenRuntime';
 import { EngineError } from '../../../app/engines/errors';
@@ -266,7 +266,7 @@ describe('fused decoder with the decode loop', () => {
   const pos = ids.map((_, i) => (i < 3 ? [i, i, i] : i < 9 ? [3, 3 + Math.floor((i - 3) / 3), 3 + ((i - 3) % 3)] : [i - 3, i - 3, i - 3]));
   const pos3 = [0, 1, 2].map((c) => pos.map((p) => p[c]!));
 
-  it.each(FUSED_ATTENTIONS.map((a) => [a]))('attention %s, steps = 0, 1, 7, 20 after a prefill: the plain decoder\'s greedy tokens, logits and KV, bit for bit', async (attention) => {
+  it.each(FUSED_ATTENTIONS.map((a) => [a]))('attention %s, steps = 0, 1, 7, 20, 60 after a prefill: the plain decoder\'s greedy tokens, logits and KV, bit for bit (60: the gqa loop\'s buffer past one KV_BUCKET)', async (attention) => {
     const bytes = readFileSync(exportedFile);
     const plainGraph = fuseDecoder(bytes, cfg, attention);
     const plain = await ort.InferenceSession.create(plainGraph.bytes);
@@ -285,7 +285,7 @@ describe('fused decoder with the decode loop', () => {
     const tokens: number[] = [];
     const kvAfter: Feeds[] = [];
     let past = emptyPast();
-    for (let s = 0; s <= 20; s++) {
+    for (let s = 0; s <= 60; s++) {
       const tok = argmaxLast(r['logits']!.data as Float32Array, cfg.vocab);
       tokens.push(tok);
       past = nextPast(r);
@@ -293,7 +293,7 @@ describe('fused decoder with the decode loop', () => {
       const p = 9 + s; // the text position after the prompt's last (8)
       r = await plain.run(step(await embedIds([tok]), ids.length + s + 1, [[p], [p], [p]], past));
     }
-    for (const K of [0, 1, 7, 20]) {
+    for (const K of [0, 1, 7, 20, 60]) {
       const o = await looped.run({ ...step(await embedIds(ids), ids.length, pos3, emptyPast()), steps: new ort.Tensor('int64', [BigInt(K)], []) });
       expect(Array.from(o['tokens']!.data as BigInt64Array, Number)).toEqual(tokens.slice(0, K + 1));
       expect(Buffer.from((o['logits']!.data as Float32Array).buffer).equals(Buffer.from(logits0.buffer))).toBe(true);
@@ -306,7 +306,7 @@ describe('fused decoder with the decode loop', () => {
     }
   });
 
-  it('gqa: every step of a run gives GroupQueryAttention the same shapes (the KV padded once to the run\'s end), read from onnxruntime\'s profile', async () => {
+  it('gqa: every step of a run gives GroupQueryAttention the same shapes (the KV padded once a run to a multiple of KV_BUCKET), read from onnxruntime\'s profile', async () => {
     // Growing shapes cost the CUDA provider about 33 ms per new KV length (models/reports/GPU-7B.md); here, on the CPU,
     // the profile shows what each GroupQueryAttention node was given: the past KV the length the run ends at.
     const { bytes: lb } = fuseDecoder(readFileSync(exportedFile), cfg, 'gqa', { decodeLoop: readFileSync(embedFile) });
@@ -320,9 +320,9 @@ describe('fused decoder with the decode loop', () => {
     const gqa = events.filter((e) => e.cat === 'Node' && e.name.startsWith('loop/') && e.name.endsWith('_kernel_time') && e.args?.op_name === 'GroupQueryAttention');
     expect(gqa.length).toBe(K * cfg.layers);
     // the past key (the first 4-d input; the profile leaves out the empty key and value inputs of the packed q/k/v):
-    // [1, kv heads, prompt + K, head dim] at every step
+    // [1, kv heads, prompt + K rounded up to KV_BUCKET, head dim] at every step
     const pastDims = new Set(gqa.map((e) => JSON.stringify(e.args!.input_type_shape!.map((x) => Object.values(x)[0]!).find((d) => d.length === 4))));
-    expect([...pastDims]).toEqual([JSON.stringify([1, cfg.kvHeads, ids.length + K, cfg.headDim])]);
+    expect([...pastDims]).toEqual([JSON.stringify([1, cfg.kvHeads, Math.ceil((ids.length + K) / KV_BUCKET) * KV_BUCKET, cfg.headDim])]);
   });
 
   it('refuses a quantized embedding table and a table that does not match the config', () => {
