@@ -34,7 +34,8 @@
 #   gqa-first the GroupQueryAttention loop's first-time-per-KV-length cost under node environment settings and onnxruntime
 #             session options (VARIANTS; MODEL=0.5b for the random 0.5B)
 #   gqa-plan  no GPU: the variants gqa-first would run, each as its node environment and session options
-#   logits7b  only that logits comparison (after loop7b with LOGITS=0, when one call cannot hold both)
+#   logits7b  only that logits comparison (after loop7b with LOGITS=0, when one call cannot hold both; LOOP=loop-gqa:
+#             the GroupQueryAttention loop's)
 #   loop05    the same pair on the random 0.5B (fp16) beside the exported decoder: the 0.5B before/after
 #   status    what the detached jobs have done so far
 set -uo pipefail
@@ -104,13 +105,14 @@ PY
 }
 
 # the 7B loop graph's logits (model.forward runs it with steps = 0) for 32 steps against PyTorch fp32
+# LOOP=loop-gqa: the GroupQueryAttention loop's logits instead of the ops loop's (loop7b writes both graphs)
 loop_logits7b() {
-  local M=/tmp/random-7b
-  ln -sf fused-loop.onnx "$M/onnx/decoder_model_merged_fused_fp16.onnx"
+  local M=/tmp/random-7b v=${LOOP:-loop}
+  ln -sf "fused-$v.onnx" "$M/onnx/decoder_model_merged_fused_fp16.onnx"
   "$NP/node" "$NP/engine-bench.mjs" $M --device cuda --dtype fp16 --decoder fused --new-tokens 32 --runs 1 \
-    --logits-out "$R/logits-7b-loop.f32" --json "$R/engine-bench-7b-loop-logits.json" > /dev/null 2> "$R/7b-loop-logits.err" || tail -5 "$R/7b-loop-logits.err"
-  (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b-loop.f32" --onnx-bench "$R/engine-bench-7b-loop-logits.json" \
-    --report "$OUT/logits-7b-fused-loop.json" 2>&1 | tail -8)
+    --logits-out "$R/logits-7b-$v.f32" --json "$R/engine-bench-7b-$v-logits.json" > /dev/null 2> "$R/7b-$v-logits.err" || tail -5 "$R/7b-$v-logits.err"
+  (cd "$WT" && PYTHONUNBUFFERED=1 python3 models/logits_compare.py --config 7b --onnx-logits "$R/logits-7b-$v.f32" --onnx-bench "$R/engine-bench-7b-$v-logits.json" \
+    --report "$OUT/logits-7b-fused-$v.json" 2>&1 | tail -8)
 }
 
 case $step in
@@ -385,7 +387,7 @@ gqa-plan)
   ;;
 logits7b)
   node_env
-  [ -f /tmp/random-7b/onnx/fused-loop.onnx ] || { echo "run loop7b first (it writes fused-loop.onnx)"; exit 1; }
+  [ -f "/tmp/random-7b/onnx/fused-${LOOP:-loop}.onnx" ] || { echo "run loop7b first (it writes fused-${LOOP:-loop}.onnx)"; exit 1; }
   loop_logits7b
   ;;
 status)
