@@ -13,7 +13,9 @@
 #
 # --repo: the checkout whose tree the device tool sends (default: this one); the packs go to its .device-carry/NAME/
 # (NAME: engine unless --name says otherwise).
-# --assume-moved PATH: a tracked folder you will move out of that checkout for the calls (and back after them).
+# --assume-moved PATH: a tracked folder you will move out of that checkout for the calls (and back after them); or
+# set such folders aside first with `bash scripts/device/tree-aside.sh out PATH...` (out of the tree and the index,
+# `tree-aside.sh back` after the last call), and the plan measures the tree without them.
 # XZ_LEVEL=-1 compresses faster on a busy machine (larger packs); the default is -9.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
