@@ -11,7 +11,7 @@
 #   bash scripts/device/tree-aside.sh back          move everything set aside back and restore it in the index
 #   bash scripts/device/tree-aside.sh status        what is set aside
 #
-# `out` refuses a path that is not tracked, is already aside, or holds changes (staged or not: `back` restores the
+# `out` refuses the checkout itself, .git, a path outside the checkout, a path that is not tracked, is already aside, or holds changes (staged or not: `back` restores the
 # index from HEAD, so a staged change would be lost; commit or stash first). `back` refuses to overwrite a path that
 # exists again. Both leave `git status` as it was.
 set -euo pipefail
@@ -33,18 +33,18 @@ out)
   ensure_ignored
   for p in "$@"; do
     p=${p%/}
-    case "$p" in /* | *..* | .device-carry*) echo "tree-aside: $p: give a path inside this checkout" >&2; exit 2 ;; esac
+    case "$p" in '' | . | ./ | /* | *..* | .device-carry* | .git | .git/*) echo "tree-aside: '$p': give a tracked folder or file inside this checkout" >&2; exit 2 ;; esac
     [ -n "$(git ls-files -- "$p" | head -1)" ] || { echo "tree-aside: $p: not tracked by git" >&2; exit 1; }
     [ ! -e "$A/$p" ] || { echo "tree-aside: $p: already aside ($A/$p); run back first" >&2; exit 1; }
     [ -z "$(git status --porcelain -- "$p")" ] || { echo "tree-aside: $p: has changes (git status -- $p); commit or stash them first" >&2; exit 1; }
   done
   for p in "$@"; do
     p=${p%/}
-    mkdir -p "$A/$(dirname "$p")"
-    mv "$p" "$A/$p"
+    mkdir -p -- "$A/$(dirname -- "$p")"
+    mv -- "$p" "$A/$p"
     git rm -r -q --cached -- "$p"
     echo "$p" >> "$list"
-    echo "tree-aside: $p set aside ($(du -sh "$A/$p" | cut -f1))"
+    echo "tree-aside: $p set aside ($(du -sh -- "$A/$p" | cut -f1))"
   done
   ;;
 back)
@@ -54,8 +54,8 @@ back)
   done < "$list"
   while IFS= read -r p; do
     git reset -q -- "$p"
-    mkdir -p "$(dirname "$p")"
-    mv "$A/$p" "$p"
+    mkdir -p -- "$(dirname -- "$p")"
+    mv -- "$A/$p" "$p"
     echo "tree-aside: $p back"
   done < "$list"
   rm -f "$list"

@@ -67,6 +67,27 @@ describe('tree-aside.sh', () => {
     expect(aside(repo, 'out', 'nothing-here').stderr).toContain('nothing-here: not tracked by git');
     expect(aside(repo, 'out', '../elsewhere').status).toBe(2);
     expect(aside(repo, 'out').status).toBe(2);
+    // the checkout itself and .git: refused in words, nothing moved
+    for (const p of ['.', './', '.git']) {
+      const r = aside(repo, 'out', p);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain('give a tracked folder or file inside this checkout');
+    }
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+    // names that look like options or hold spaces go out and come back as they were
+    for (const name of ['-dash', 'with space']) {
+      mkdirSync(path.join(repo, name));
+      writeFileSync(path.join(repo, name, 'f'), name);
+    }
+    git(repo, 'add', '.');
+    git(repo, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-qm', 'odd names');
+    const odd = aside(repo, 'out', '-dash', 'with space');
+    expect(odd.status, odd.stderr).toBe(0);
+    expect(travels(repo)).not.toContain('-dash/f');
+    expect(travels(repo)).not.toContain('with space/f');
+    expect(aside(repo, 'back').status).toBe(0);
+    expect(readFileSync(path.join(repo, '-dash/f'), 'utf8')).toBe('-dash');
+    expect(git(repo, 'status', '--porcelain')).toBe('');
 
     expect(aside(repo, 'out', 'models/big').status).toBe(0);
     mkdirSync(path.join(repo, 'models/big')); // something made there meanwhile
