@@ -578,8 +578,6 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
   main.push(...emit('fused/', fwd));
   i64c(c('last'), [-1], []);
   i64c(c('one11'), [1], [1, 1]);
-  i64c(c('one111'), [1, 1, 1]);
-  i64c(c('three11'), [3, 1, 1]);
   i64c(c('flat'), [-1]);
   add(c('true'), BOOL, [], Buffer.from([1]));
   // the next token (argmax of the last position), its position (the last position + 1), the mask after it is fed
@@ -608,7 +606,10 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     i64c(c('bucket'), [KV_BUCKET]);
     i64c(c('bucket_less1'), [KV_BUCKET - 1]);
     M('Shape', ['attention_mask'], ['fused/next/t_1'], [intAttr('start', 1), intAttr('end', 2)]);
-    M('Reshape', ['steps', c('sh1')], ['fused/next/steps_1']);
+    i64c(c('zero_1'), [0]);
+    // a negative `steps` runs no step (the Loop's trip count), so it must not shrink the KV either
+    M('Reshape', ['steps', c('sh1')], ['fused/next/steps_given']);
+    M('Max', ['fused/next/steps_given', c('zero_1')], ['fused/next/steps_1']);
     M('Add', ['fused/next/t_1', 'fused/next/steps_1'], ['fused/next/end_1']);
     M('Add', ['fused/next/end_1', c('bucket_less1')], ['fused/next/end_up']);
     M('Div', ['fused/next/end_up', c('bucket')], ['fused/next/buckets']);
@@ -633,7 +634,6 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     i64c(c('pads_head'), [0, 0, 0, 0, 0, 0]);
     i64c(c('pads_tail'), [0]);
     i64c(c('ax2'), [2]);
-    i64c(c('zero_1'), [0]);
     M('Concat', [c('pads_head'), 'fused/next/kv_extra', c('pads_tail')], ['fused/next/kv_pads'], [intAttr('axis', 0)]);
     for (let i = 0; i < L; i++) for (const t of ['key', 'value']) M('Pad', [`fused/fwd/present.${i}.${t}`, 'fused/next/kv_pads'], [loopKv(i, t)]);
   }
@@ -650,6 +650,8 @@ export function fuseDecoder(model: Uint8Array, cfg: TextConfig, attention: Fused
     B('Cast', ['loop/embeds_raw'], ['loop/inputs_embeds'], [intAttr('to', dt)]);
   }
   if (!rope) {
+    i64c(c('one111'), [1, 1, 1]);
+    i64c(c('three11'), [3, 1, 1]);
     B('Reshape', ['loop/pos', c('one111')], ['loop/pos111']);
     B('Expand', ['loop/pos111', c('three11')], ['loop/position_ids']);
   }

@@ -304,6 +304,14 @@ describe('fused decoder with the decode loop', () => {
         expect(Buffer.from((got.data as Float32Array).buffer).equals(Buffer.from((v.data as Float32Array).buffer))).toBe(true);
       }
     }
+    // a negative `steps` runs no step and keeps the whole KV, as 0 does
+    const neg = await looped.run({ ...step(await embedIds(ids), ids.length, pos3, emptyPast()), steps: new ort.Tensor('int64', [-3n], []) });
+    expect(Array.from(neg['tokens']!.data as BigInt64Array, Number)).toEqual(tokens.slice(0, 1));
+    for (const [k, v] of Object.entries(kvAfter[0]!)) {
+      const got = neg[k.replace('past_key_values', 'present')] as ort.Tensor;
+      expect(got.dims).toEqual(v.dims);
+      expect(Buffer.from((got.data as Float32Array).buffer).equals(Buffer.from((v.data as Float32Array).buffer))).toBe(true);
+    }
   });
 
   it('gqa: every step of a run gives GroupQueryAttention the same shapes (the KV padded once a run to a multiple of KV_BUCKET), read from onnxruntime\'s profile', async () => {
