@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import fs, { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -303,10 +303,58 @@ describe('MediaStore', () => {
       return open(...args);
     });
     try {
-      const p = await store.put(new Uint8Array(5000).fill(9), 'png');
+      // Over MediaStore's synchronous-put size: closed after the write, reopened by name for the fsync.
+      const p = await store.put(new Uint8Array(300_000).fill(9), 'png');
       await fsp.rm(p.path);
       release();
       await expect(store.durable()).resolves.toBeUndefined();
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it.runIf(process.platform === 'linux')('small group puts: whole in place when put resolves, fsync\'d through the file they wrote, at most 64 left open, none after durable()', async () => {
+    const store = new MediaStore(path.join(tmp, 'media'), { durability: 'group' });
+    await store.put(new Uint8Array([0]), 'bin');
+    await store.durable();
+    // The descriptors this process holds on files of the store (Linux: /proc/self/fd).
+    const openHere = () =>
+      fs.readdirSync('/proc/self/fd').flatMap((fd) => {
+        try {
+          const target = fs.readlinkSync(`/proc/self/fd/${fd}`);
+          return target.startsWith(store.dir + path.sep) ? [target] : [];
+        } catch {
+          return [];
+        }
+      });
+    expect(openHere()).toEqual([]);
+    const synced: string[] = [];
+    const fsync = fs.fsync;
+    const spy = vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+      synced.push(fs.readlinkSync(`/proc/self/fd/${fd}`));
+      return fsync(fd, cb);
+    }) as typeof fs.fsync);
+    try {
+      const puts = [];
+      let most = 0;
+      for (let k = 0; k < 150; k++) {
+        const b = new Uint8Array(1000 + k).fill(k);
+        const p = await store.put(b, 'png');
+        expect(Buffer.compare(fs.readFileSync(p.path), Buffer.from(b))).toBe(0);
+        puts.push(p);
+        most = Math.max(most, openHere().length);
+      }
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(64);
+      expect((await fsp.readdir(store.dir)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+      await store.durable();
+      expect(openHere()).toEqual([]);
+      // Each file that stayed open was fsync'd under its final name (renamed before the sync), the others reopened.
+      expect(synced.length).toBeGreaterThan(0);
+      for (const f of synced) expect(puts.map((p) => p.path)).toContain(f);
+      // A duplicate is found by its hash: nothing written, nothing opened.
+      expect(await store.put(new Uint8Array(1000).fill(0), 'png')).toEqual({ ...puts[0], existed: true });
+      expect(openHere()).toEqual([]);
     } finally {
       spy.mockRestore();
     }
