@@ -195,7 +195,9 @@ export async function bench(): Promise<Array<Record<string, string | number>>> {
     await fsp.writeFile(jpegPath, jpeg);
     const rows: Array<Record<string, string | number>> = [];
     const load = os.loadavg()[0]!.toFixed(1);
-    const note = `${W}x${H} JPEG q90 (${(jpeg.length / 2 ** 20).toFixed(2)} MiB), ${RUNS} interleaved runs, ${os.cpus().length} CPUs (load ${load}), libvips ${sharp.versions.vips}`;
+    // Both sides allocate tens of MB a run; where page faults are costly (a VM), glibc's huge-page tunable moves both a
+    // lot (Pillow most: 347 → 142 ms on a 2-core VM), so the ratios are only comparable under the same setting.
+    const note = `${W}x${H} JPEG q90 (${(jpeg.length / 2 ** 20).toFixed(2)} MiB), ${RUNS} interleaved runs, ${os.cpus().length} CPUs (load ${load}), libvips ${sharp.versions.vips}, GLIBC_TUNABLES ${process.env.GLIBC_TUNABLES || '(unset)'}`;
 
     const py = findPillowPython();
     const init = RESIZE_PRESETS.eval_initial;
