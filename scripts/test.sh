@@ -45,15 +45,9 @@ else
   bash ci/services-up.sh >/dev/null
 fi
 
-# glibc's malloc asks for transparent huge pages for its heaps and large blocks (glibc 2.35+; ignored by older glibc,
-# other C libraries, and where THP is off). The torch training tests allocate and free attention matrices of a few
-# hundred MB each step; on a VM whose page faults are costly they spent most of their time faulting those pages in.
-# Measured on a 2-core VM (THP "madvise"): train.py's 2 video steps 88.6 s → 17.2 s (same losses); the three
-# loupe-tiny test files 319 + 233 + 85 s → 63 + 85 + 48 s. Nothing a test checks depends on it.
-case ":${GLIBC_TUNABLES:-}:" in
-  *:glibc.malloc.hugetlb=*) ;;
-  *) export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1" ;;
-esac
+# glibc's huge-page tunable for the suites (scripts/huge-pages.sh says why): the loupe-tiny test files took
+# 319 + 233 + 85 s without it and 63 + 85 + 48 s with it on a 2-core VM. Nothing a test checks depends on it.
+. scripts/huge-pages.sh
 
 npm run typecheck
 npm run lint

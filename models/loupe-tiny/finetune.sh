@@ -158,13 +158,8 @@ if [ "$recipe" = grounded ]; then
 fi
 [ "$reading" = 1 ] && args+=(--aux-glyph 1 --aux-attn2 1)
 args+=(${extra[@]+"${extra[@]}"})  # (this form: bash 3.2 calls an empty array unbound)
-# glibc's malloc asks for transparent huge pages (glibc 2.35+; ignored elsewhere): train.py allocates and frees
-# attention matrices of hundreds of MB a step, and on a VM with costly page faults two CPU steps took 88.6 s
-# without it and 17.2 s with it (same losses). A value the user set is kept.
-case ":${GLIBC_TUNABLES:-}:" in
-  *:glibc.malloc.hugetlb=*) ;;
-  *) export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1" ;;
-esac
+# glibc's huge-page tunable for the trainer (scripts/huge-pages.sh says why; a value the user set is kept)
+if [ -f "$repo/scripts/huge-pages.sh" ]; then . "$repo/scripts/huge-pages.sh"; fi
 echo "[3/3] train: $py models/loupe-tiny/train.py ${args[*]}"
 (cd "$repo" && PYTHONUNBUFFERED=1 "$py" models/loupe-tiny/train.py "${args[@]}") || die "the train phase failed (exit $?); see the lines above"
 echo "[3/3] train: finished in $((SECONDS - t0)) s (all phases)"

@@ -52,3 +52,25 @@ describe('npm start (scripts/start.mjs), browser mode', () => {
     expect(start({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2' }).tunables).toBe('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2');
   });
 });
+
+describe('scripts/huge-pages.sh (sourced by npm test and the loupe-tiny fine-tune)', () => {
+  /** GLIBC_TUNABLES after sourcing the script in bash (`set -u`, as the scripts that source it run) with `given`. */
+  const after = (given: string | undefined): string => {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'GLIBC_TUNABLES') env[k] = v;
+    if (given !== undefined) env.GLIBC_TUNABLES = given;
+    return execFileSync('bash', ['-c', 'set -euo pipefail; . scripts/huge-pages.sh; printf %s "$GLIBC_TUNABLES"'], { cwd: ROOT, encoding: 'utf8', env });
+  };
+
+  it('adds the huge-page tunable, after other tunables, and keeps a value the user set; a hostile value is only text', () => {
+    expect(after(undefined)).toBe('glibc.malloc.hugetlb=1');
+    expect(after('')).toBe('glibc.malloc.hugetlb=1');
+    expect(after('glibc.malloc.arena_max=2')).toBe('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1');
+    expect(after('glibc.malloc.hugetlb=0')).toBe('glibc.malloc.hugetlb=0');
+    expect(after('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2')).toBe('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2');
+    const marker = path.join(dir, 'ran');
+    const hostile = `$(touch ${marker}); \`touch ${marker}\``;
+    expect(after(hostile)).toBe(`${hostile}:glibc.malloc.hugetlb=1`);
+    expect(fs.existsSync(marker)).toBe(false);
+  });
+});
