@@ -23,9 +23,11 @@ const HASH_SLICE = 4 * 1024 * 1024;
 /** From this size, `put` writes the temp file while it hashes (below, the write would not be worth a wasted one on a duplicate). */
 const OVERLAP_BYTES = 1024 * 1024;
 /**
- * Below this size, a `group` put hashes, writes and renames with synchronous calls on the calling thread (tens of
- * microseconds for what the agent loop stores: a question's JPEG, a crop's PNG), instead of five round trips
- * through libuv's thread pool, and keeps the file open for its background fsync (no reopen).
+ * Below this size, a `group` put hashes, writes and renames with synchronous calls on the calling thread instead of
+ * five round trips through libuv's thread pool, and keeps the file open for its background fsync (no reopen). What
+ * the agent loop stores is this size (a question's JPEG, a crop's PNG). The calling thread waits for those calls: on
+ * ext4 on a 2-core VM, a put took 0.08 ms (6 KB), 0.19 ms (60 KB) and 0.27 ms (250 KB) at the median, about 3 ms at
+ * most over 300 puts; a slow or network filesystem makes that longer.
  */
 const SYNC_PUT_BYTES = 256 * 1024;
 /** Files kept open for their background fsync at most; past it a put closes its file and the sync reopens it. */
